@@ -1,0 +1,6 @@
+#!/usr/bin/env node
+// Runs the command-line client from source through tsx (no build step needed).
+import { register } from 'tsx/esm/api';
+
+register();
+await import('../src/cli/agentctl.ts');

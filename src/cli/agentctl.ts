@@ -1,0 +1,121 @@
+/**
+ * `agentctl`: talk to a running agentd.
+ *
+ *   agentctl [--socket PATH | --tcp HOST:PORT] [--token T] [--home DIR] COMMAND ...
+ *     ping                         round trip, prints the time
+ *     stats                        daemon statistics (JSON)
+ *     stream AGENT TEXT [--sender S] [--guest G] [--ephemeral]   prints tokens as they arrive
+ *     send AGENT TEXT [--sender S] prints the reply
+ *     kill AGENT [--sender S]      cancels the pair's running and queued turns
+ */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { AgentdClient, AgentdError, type ConnectOptions } from '../client/index.ts';
+
+const USAGE = `usage: agentctl [--socket PATH | --tcp HOST:PORT] [--token T] [--home DIR] COMMAND
+commands:
+  ping
+  stats
+  stream AGENT TEXT [--sender S] [--guest G] [--ephemeral]
+  send AGENT TEXT [--sender S]
+  kill AGENT [--sender S]`;
+
+function die(message: string, code = 1): never {
+  process.stderr.write(`agentctl: ${message}\n`);
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      allowPositionals: true,
+      options: {
+        socket: { type: 'string' },
+        tcp: { type: 'string' },
+        token: { type: 'string' },
+        home: { type: 'string' },
+        sender: { type: 'string' },
+        guest: { type: 'string' },
+        ephemeral: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    die(`${(err as Error).message}\n${USAGE}`, 2);
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || command === undefined) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(command === undefined && !values.help ? 2 : 0);
+  }
+
+  const opts: ConnectOptions = {};
+  if (values.tcp !== undefined) {
+    const m = /^(.*):(\d+)$/.exec(values.tcp);
+    if (m === null) die(`--tcp must be HOST:PORT, got "${values.tcp}"`, 2);
+    opts.host = m[1]!.replace(/^\[|\]$/g, '');
+    opts.port = Number(m[2]);
+  } else {
+    const home = values.home ?? process.env.AGENTD_HOME ?? join(homedir(), '.agentd');
+    opts.path = values.socket ?? join(home, 'run', 'agentd.sock');
+  }
+  const token = values.token ?? process.env.AGENTD_TOKEN;
+  if (token !== undefined && values.tcp !== undefined) opts.token = token;
+
+  const need = (n: number, what: string): void => {
+    if (rest.length < n) die(`${command} needs ${what}\n${USAGE}`, 2);
+  };
+  const sender = values.sender !== undefined ? { sender: values.sender } : {};
+
+  const client = await AgentdClient.connect(opts);
+  try {
+    switch (command) {
+      case 'ping': {
+        const t0 = process.hrtime.bigint();
+        await client.ping();
+        const us = Number(process.hrtime.bigint() - t0) / 1000;
+        process.stdout.write(`pong in ${us.toFixed(0)} µs\n`);
+        break;
+      }
+      case 'stats':
+        process.stdout.write(`${JSON.stringify(await client.stats(), null, 2)}\n`);
+        break;
+      case 'stream': {
+        need(2, 'AGENT and TEXT');
+        const turnOpts = { ...sender, ...(values.guest ? { guest: values.guest } : {}), ...(values.ephemeral ? { ephemeral: true } : {}) };
+        for await (const ev of client.stream(rest[0]!, rest.slice(1).join(' '), turnOpts)) {
+          if (ev.type === 'chunk') process.stdout.write(ev.content);
+          else if (ev.type === 'tool_start') for (const c of ev.calls) process.stderr.write(`\n[tool ${c.name} ${c.arguments}]\n`);
+          else if (ev.type === 'tool_result') process.stderr.write(`[result${ev.is_error ? ' (error)' : ''}: ${ev.output}]\n`);
+          else if (ev.type === 'end') {
+            process.stdout.write('\n');
+            if (ev.error !== '') die(`turn ended (${ev.stop_reason}): ${ev.error}`);
+          }
+        }
+        break;
+      }
+      case 'send': {
+        need(2, 'AGENT and TEXT');
+        const r = await client.send(rest[0]!, rest.slice(1).join(' '), sender);
+        process.stdout.write(`${r.content}\n`);
+        break;
+      }
+      case 'kill':
+        need(1, 'AGENT');
+        await client.kill(rest[0]!, values.sender);
+        break;
+      default:
+        die(`unknown command "${command}"\n${USAGE}`, 2);
+    }
+  } catch (err) {
+    if (err instanceof AgentdError) die(`error ${err.code}: ${err.message}`);
+    throw err;
+  } finally {
+    await client.close();
+  }
+}
+
+main().catch((err: unknown) => die(err instanceof Error ? err.message : String(err)));

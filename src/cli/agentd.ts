@@ -1,0 +1,91 @@
+/**
+ * `agentd`: starts the daemon.
+ *
+ *   agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--config FILE] [--log-level LEVEL]
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, resolveConfig, type StartFlags } from '../main/config-load.ts';
+import { startDaemon } from '../main/daemon.ts';
+import { VERSION } from '../shared/version.ts';
+
+const USAGE = `usage: agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--config FILE] [--log-level LEVEL]`;
+
+function fail(message: string): never {
+  process.stderr.write(`agentd: ${message}\n`);
+  process.exit(1);
+}
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        home: { type: 'string' },
+        workers: { type: 'string' },
+        tcp: { type: 'string' },
+        config: { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    fail(`${(err as Error).message}\n${USAGE}`);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (values.version) {
+    process.stdout.write(`${VERSION}\n`);
+    return;
+  }
+  const flags: StartFlags = {};
+  if (values.home !== undefined) flags.home = values.home;
+  if (values.tcp !== undefined) flags.tcp = values.tcp;
+  if (values.config !== undefined) flags.config = values.config;
+  if (values['log-level'] !== undefined) flags.logLevel = values['log-level'];
+  if (values.workers !== undefined) {
+    const n = Number(values.workers);
+    if (!Number.isSafeInteger(n) || n < 1) fail(`--workers must be an integer >= 1, got "${values.workers}"`);
+    flags.workers = n;
+  }
+
+  let config;
+  try {
+    config = resolveConfig(flags);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(`bad configuration: ${err.message}`);
+    throw err;
+  }
+
+  let daemon;
+  try {
+    daemon = await startDaemon(config);
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  const { socketPath, tcp } = daemon.addresses;
+  process.stdout.write(
+    `agentd ${VERSION} ready: unix ${socketPath}${tcp ? `, tcp ${tcp.host}:${tcp.port}` : ''}, ${config.workers} workers\n`,
+  );
+
+  let signalled = false;
+  const stop = (signal: string): void => {
+    if (signalled) return;
+    signalled = true;
+    daemon.log.info({ signal }, 'shutting down');
+    daemon.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        daemon.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+await main();

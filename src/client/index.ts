@@ -1,0 +1,2 @@
+export * from './client.ts';
+export { QueuedIterator } from './queued-iterator.ts';

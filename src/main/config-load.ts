@@ -1,0 +1,82 @@
+/**
+ * Builds the resolved configuration from defaults, the config file, the
+ * environment and command-line flags (in rising priority). Runs once, at
+ * start-up, before anything listens: synchronous reads are fine here.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism, homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import {
+  ConfigError,
+  DEFAULT_AGENT_NAME,
+  DEFAULTS,
+  deepFreeze,
+  defaultAgents,
+  parseTcp,
+  validateFileSettings,
+  type FileSettings,
+  type ResolvedConfig,
+  type TcpAddress,
+} from '../shared/config.ts';
+
+export interface StartFlags {
+  home?: string;
+  workers?: number;
+  /** "HOST:PORT" or "off". */
+  tcp?: string;
+  config?: string;
+  logLevel?: string;
+}
+
+export { ConfigError, DEFAULT_AGENT_NAME };
+
+function readConfigFile(path: string): FileSettings {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(path, '(file)', `cannot be read: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(path, '(file)', `is not valid JSON: ${(err as Error).message}`);
+  }
+  return validateFileSettings(raw, path);
+}
+
+export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = process.env): ResolvedConfig {
+  const home = resolve(flags.home ?? env.AGENTD_HOME ?? join(homedir(), '.agentd'));
+  const explicit = flags.config !== undefined ? resolve(flags.config) : null;
+  const implicit = join(home, 'agentd.json');
+  const configFile = explicit ?? (existsSync(implicit) ? implicit : null);
+  const file = configFile === null ? {} : readConfigFile(configFile);
+
+  let tcp: TcpAddress | null = file.tcp === undefined ? { ...DEFAULTS.tcp } : file.tcp;
+  if (flags.tcp !== undefined) tcp = parseTcp(flags.tcp, '--tcp', 'value');
+  const token = env.AGENTD_TOKEN || file.token || null;
+  const workers = flags.workers ?? file.workers ?? availableParallelism();
+  if (!Number.isSafeInteger(workers) || workers < 1) throw new ConfigError('--workers', 'value', 'must be an integer >= 1');
+  const highWaterBytes = file.high_water_bytes ?? DEFAULTS.highWaterBytes;
+  const hardLimitBytes = file.hard_limit_bytes ?? DEFAULTS.hardLimitBytes;
+  if (hardLimitBytes < highWaterBytes) {
+    throw new ConfigError(configFile ?? 'config', 'hard_limit_bytes', `must be >= high_water_bytes (${highWaterBytes})`);
+  }
+
+  return deepFreeze({
+    home,
+    socketPath: join(home, 'run', 'agentd.sock'),
+    tcp,
+    token,
+    workers,
+    maxBodyBytes: file.max_body_bytes ?? DEFAULTS.maxBodyBytes,
+    highWaterBytes,
+    hardLimitBytes,
+    shutdownGraceMs: file.shutdown_grace_ms ?? DEFAULTS.shutdownGraceMs,
+    defaultSender: file.default_sender ?? DEFAULTS.defaultSender,
+    logLevel: flags.logLevel ?? env.AGENTD_LOG_LEVEL ?? file.log_level ?? DEFAULTS.logLevel,
+    agents: file.agents ?? defaultAgents(),
+    configFile,
+  });
+}

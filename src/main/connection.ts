@@ -1,0 +1,167 @@
+/**
+ * One client connection: its socket, frame decoder and flow control.
+ * Handlers are attached once; 'close' is the single teardown path.
+ */
+import type { Socket } from 'node:net';
+import { decodeBody, FLAG_LAST, FrameDecoder, frameOf, type FrameSink } from '../shared/codec.ts';
+import { Code } from '../shared/errors.ts';
+import { isPlainMap } from '../shared/args.ts';
+
+/** Where a connection's requests go, and what it tells when it closes. */
+export interface ConnectionHost {
+  dispatch(conn: Connection, req: number, body: Record<string, unknown>): void;
+  /** The connection is gone; `cancelTurns` is false only after a 413 (its turns run on). */
+  closed(conn: Connection, cancelTurns: boolean): void;
+}
+
+export interface ConnectionLimits {
+  maxBodyBytes: number;
+  highWaterBytes: number;
+  hardLimitBytes: number;
+  /** A token the first request must present (`auth`), or null. */
+  token: string | null;
+}
+
+type State = 'open' | 'closing' | 'closed';
+
+const CLOSE_LINGER_MS = 2_000;
+
+export class Connection implements FrameSink {
+  readonly id: number;
+  readonly transport: 'unix' | 'tcp';
+  readonly #socket: Socket;
+  readonly #decoder: FrameDecoder;
+  readonly #host: ConnectionHost;
+  readonly #limits: ConnectionLimits;
+  #state: State = 'open';
+  #authed: boolean;
+  #paused = false;
+  #cancelTurnsOnClose = true;
+
+  constructor(id: number, socket: Socket, transport: 'unix' | 'tcp', host: ConnectionHost, limits: ConnectionLimits) {
+    this.id = id;
+    this.transport = transport;
+    this.#socket = socket;
+    this.#host = host;
+    this.#limits = limits;
+    this.#authed = transport !== 'tcp' || limits.token === null;
+    this.#decoder = new FrameDecoder(this, limits.maxBodyBytes);
+    socket.on('data', this.#onData);
+    socket.on('drain', this.#onDrain);
+    // 'error' only records: 'close' always follows and does the cleanup.
+    socket.on('error', () => {});
+    socket.on('close', this.#onClose);
+  }
+
+  get open(): boolean {
+    return this.#state === 'open';
+  }
+
+  readonly #onData = (chunk: Buffer): void => {
+    // Cork so that every reply produced while handling this read leaves in one writev.
+    this.#socket.cork();
+    try {
+      this.#decoder.push(chunk);
+    } finally {
+      this.#socket.uncork();
+    }
+  };
+
+  onFrame(id: number, _flags: number, body: Uint8Array): void {
+    if (this.#state !== 'open') return;
+    let value: unknown;
+    try {
+      if (body.length === 0) throw new Error('empty body');
+      value = decodeBody(body);
+    } catch (err) {
+      return this.reply(id, { error: { code: Code.BadRequest, message: `body is not valid MessagePack: ${(err as Error).message}` } });
+    }
+    if (!isPlainMap(value)) {
+      return this.reply(id, { error: { code: Code.BadRequest, message: 'body must be a map with exactly one operation' } });
+    }
+    if (!this.#authed) return this.#authenticate(id, value);
+    this.#host.dispatch(this, id, value);
+  }
+
+  onOversize(id: number, length: number): void {
+    this.reply(id, {
+      error: { code: Code.TooLarge, message: `frame body of ${length} bytes exceeds the limit of ${this.#limits.maxBodyBytes} bytes` },
+    });
+    // Close without reading the body; turns this connection started run on (PROTOCOL §1).
+    this.#cancelTurnsOnClose = false;
+    this.#closeGracefully();
+  }
+
+  #authenticate(id: number, body: Record<string, unknown>): void {
+    const auth = body.auth;
+    const keys = Object.keys(body);
+    if (keys.length === 1 && isPlainMap(auth) && typeof auth.token === 'string' && auth.token === this.#limits.token) {
+      this.#authed = true;
+      return this.reply(id, { pong: {} });
+    }
+    this.reply(id, { error: { code: Code.Unauthorized, message: 'authentication required: send {"auth": {"token": ...}} first' } });
+    this.#closeGracefully();
+  }
+
+  /** Writes a reply that main encodes itself (always the request's LAST frame). */
+  reply(id: number, value: unknown): void {
+    this.write(frameOf(id, FLAG_LAST, value));
+  }
+
+  /** Writes ready-encoded frames, then applies flow control to this connection only. */
+  write(frames: Uint8Array): void {
+    if (this.#state === 'closed') return;
+    this.#socket.write(frames);
+    const queued = this.#socket.writableLength;
+    if (queued > this.#limits.hardLimitBytes) {
+      // A reader this far behind is gone in all but name: stop paying for it.
+      this.#socket.destroy();
+    } else if (queued > this.#limits.highWaterBytes && !this.#paused) {
+      this.#paused = true;
+      this.#socket.pause();
+    }
+  }
+
+  readonly #onDrain = (): void => {
+    if (this.#paused) {
+      this.#paused = false;
+      this.#socket.resume();
+    }
+  };
+
+  #closeGracefully(): void {
+    if (this.#state !== 'open') return;
+    this.#state = 'closing';
+    this.#decoder.stop();
+    this.#socket.end();
+    // Keep reading (and discarding) so the peer gets our last frame rather than
+    // a reset, but not forever: a peer that never closes is cut off.
+    setTimeout(() => this.#socket.destroy(), CLOSE_LINGER_MS).unref();
+  }
+
+  /** Ends the connection after what is queued has been written. */
+  end(): void {
+    this.#closeGracefully();
+  }
+
+  destroy(): void {
+    this.#socket.destroy();
+  }
+
+  /** Ends the connection and resolves once it closed, cutting it after `ms`. */
+  endAndWait(ms: number): Promise<void> {
+    if (this.#state === 'closed') return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#socket.once('close', () => resolve());
+      this.#closeGracefully();
+      setTimeout(() => this.#socket.destroy(), ms).unref();
+    });
+  }
+
+  readonly #onClose = (): void => {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    this.#decoder.stop();
+    this.#host.closed(this, this.#cancelTurnsOnClose);
+  };
+}

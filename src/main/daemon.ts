@@ -1,0 +1,151 @@
+/**
+ * The daemon: starts shards, then listeners; shuts down in phases.
+ *
+ * Shutdown: (1) refuse new work (503); (2) stop accepting connections;
+ * (3) cancel running turns ("shutting down") and wait for their final frames
+ * under a deadline; (4) close connections, stop shards, remove the socket and
+ * port files. `close()` is idempotent: a second caller awaits the first.
+ */
+import type { Server, Socket } from 'node:net';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ResolvedConfig } from '../shared/config.ts';
+import { createLogger, type Logger } from '../shared/log.ts';
+import { AgentRegistry } from './agent-registry.ts';
+import { DEFAULT_AGENT_NAME } from './config-load.ts';
+import { Connection, type ConnectionHost } from './connection.ts';
+import { createDispatch, type Dispatch } from './dispatch.ts';
+import { closeServer, listenTcp, listenUnix } from './listeners.ts';
+import { ShardPool } from './shard-pool.ts';
+
+/** Test-only: a turn whose content equals this crashes its shard (README, "Testing"). */
+const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
+/** How long a closing connection may take to flush before it is cut. */
+const CONNECTION_CLOSE_MS = 500;
+
+export interface DaemonAddresses {
+  socketPath: string;
+  tcp: { host: string; port: number } | null;
+}
+
+export class Daemon implements ConnectionHost {
+  readonly config: ResolvedConfig;
+  readonly log: Logger;
+  readonly #connections = new Map<number, Connection>();
+  readonly #servers: Server[] = [];
+  #pool: ShardPool | null = null;
+  #dispatch: Dispatch | null = null;
+  #nextConnId = 1;
+  #closing = false;
+  #closed: Promise<void> | null = null;
+  #tcpPort: number | null = null;
+  /** Files this daemon created, and only those, are removed at the end (never a live peer's). */
+  #ownedFiles: string[] = [];
+
+  constructor(config: ResolvedConfig) {
+    this.config = config;
+    this.log = createLogger(config.logLevel, { thread: 'main' });
+  }
+
+  get portFile(): string {
+    return join(this.config.home, 'run', 'agentd.port');
+  }
+
+  get addresses(): DaemonAddresses {
+    const tcp = this.config.tcp === null || this.#tcpPort === null ? null : { host: this.config.tcp.host, port: this.#tcpPort };
+    return { socketPath: this.config.socketPath, tcp };
+  }
+
+  async start(): Promise<void> {
+    const { config } = this;
+    mkdirSync(config.home, { recursive: true, mode: 0o700 });
+    const agents = new AgentRegistry(config.agents, DEFAULT_AGENT_NAME);
+    const crashToken = process.env[CRASH_TOKEN_ENV] || null;
+    if (crashToken !== null) this.log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
+
+    const pool = new ShardPool({
+      count: config.workers,
+      init: (index) => ({ index, shards: config.workers, agents: agents.all(), logLevel: config.logLevel, crashToken }),
+      deliver: (conn, frames) => this.#connections.get(conn)?.write(frames),
+      log: this.log,
+    });
+    this.#pool = pool;
+    await pool.start();
+
+    this.#dispatch = createDispatch({
+      pool,
+      agents,
+      defaultSender: config.defaultSender,
+      startedAt: Date.now(),
+      connections: () => this.#connections.size,
+      closing: () => this.#closing,
+    });
+
+    const onSocket = (socket: Socket, transport: 'unix' | 'tcp'): void => {
+      if (this.#closing) {
+        socket.destroy();
+        return;
+      }
+      const id = this.#nextConnId++;
+      this.#connections.set(id, new Connection(id, socket, transport, this, config));
+    };
+    try {
+      this.#servers.push(await listenUnix(config.socketPath, onSocket));
+      this.#ownedFiles.push(config.socketPath);
+      if (config.tcp !== null) {
+        const server = await listenTcp(config.tcp, config.token, this.portFile, onSocket);
+        this.#servers.push(server);
+        this.#ownedFiles.push(this.portFile);
+        const addr = server.address();
+        this.#tcpPort = typeof addr === 'object' && addr !== null ? addr.port : config.tcp.port;
+      }
+    } catch (err) {
+      await this.#teardown();
+      throw err;
+    }
+    this.log.info({ socket: config.socketPath, tcp: this.addresses.tcp, workers: config.workers }, 'agentd started');
+  }
+
+  dispatch(conn: Connection, req: number, body: Record<string, unknown>): void {
+    this.#dispatch!(conn, req, body);
+  }
+
+  closed(conn: Connection, cancelTurns: boolean): void {
+    this.#connections.delete(conn.id);
+    if (cancelTurns) this.#pool?.broadcast({ t: 'conn_closed', conn: conn.id });
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= this.#shutdown();
+    return this.#closed;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#closing = true;
+    await Promise.all(this.#servers.map(closeServer));
+    const pool = this.#pool;
+    if (pool !== null) {
+      pool.broadcast({ t: 'shutdown' });
+      const deadline = sleep(this.config.shutdownGraceMs, undefined, { ref: false });
+      const timedOut = await Promise.race([pool.idle().then(() => false), deadline.then(() => true)]);
+      if (timedOut) this.log.warn({ inflight: pool.inflight }, 'shutdown grace period ended with turns still running');
+    }
+    await this.#teardown();
+  }
+
+  async #teardown(): Promise<void> {
+    this.#closing = true;
+    // Let queued replies reach their sockets, then close them.
+    await Promise.all([...this.#connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
+    await Promise.all(this.#servers.map(closeServer));
+    await this.#pool?.close();
+    for (const f of this.#ownedFiles) rmSync(f, { force: true });
+  }
+}
+
+export async function startDaemon(config: ResolvedConfig): Promise<Daemon> {
+  const daemon = new Daemon(config);
+  await daemon.start();
+  return daemon;
+}

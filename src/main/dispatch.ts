@@ -1,0 +1,171 @@
+/**
+ * The one dispatch function every transport calls (and, later, the harness
+ * host): it routes a client message by its operation. Main answers what needs
+ * no shard; anything addressed to a pair goes down that pair's ordered
+ * channel to its shard, which answers with frames it encodes itself.
+ * Nothing here queues or throttles a request before its handler.
+ */
+import { AgentdError, Code, toWireError } from '../shared/errors.ts';
+import { isPlainMap, nonEmptyStr, optBool, optEnum, optStr, optUint, refuse, str, type Args } from '../shared/args.ts';
+import { OnBusy, type ToolChoice } from '../shared/protocol.ts';
+import type { TurnRequest } from '../shared/threads.ts';
+import { VERSION } from '../shared/version.ts';
+import type { AgentRegistry } from './agent-registry.ts';
+import type { ShardPool } from './shard-pool.ts';
+
+/** Whoever sent the request: a socket connection or an in-process caller. */
+export interface Requester {
+  /** Routes the shard's frames back: unique among live requesters. */
+  readonly id: number;
+  /** Sends the request's single LAST frame, encoded by main. */
+  reply(req: number, value: unknown): void;
+}
+
+export interface DispatchContext {
+  pool: ShardPool;
+  agents: AgentRegistry;
+  defaultSender: string;
+  startedAt: number;
+  connections(): number;
+  /** True once shutdown began: new work gets 503. */
+  closing(): boolean;
+}
+
+export type Dispatch = (from: Requester, req: number, body: Record<string, unknown>) => void;
+
+/** Returned by handlers whose reply comes from a shard. */
+const ROUTED = Symbol('routed');
+type Handler = (from: Requester, req: number, args: Args) => unknown;
+
+interface OpSpec {
+  handler: Handler;
+  /** Still served while shutting down. */
+  duringShutdown: boolean;
+}
+
+/** Operations of PROTOCOL.md that this version does not serve yet. */
+const NOT_YET = [
+  'compact', 'list_conversations', 'get_conversation_history', 'delete_conversation', 'search_sessions',
+  'create_agent', 'update_agent', 'delete_agent', 'list_skills', 'get_skill', 'set_active_model',
+  'subscribe_events', 'close', 'subscribe_event', 'unsubscribe_event', 'list_subscriptions', 'publish_event',
+];
+
+export function createDispatch(ctx: DispatchContext): Dispatch {
+  const { pool, agents } = ctx;
+  const sender = (op: string, args: Args): string => optStr(op, args, 'sender') || ctx.defaultSender;
+  const knownAgent = (op: string, args: Args, field = 'agent'): string => {
+    const name = nonEmptyStr(op, args, field);
+    if (!agents.has(name)) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
+    return name;
+  };
+  const toolChoice = (op: string, args: Args): ToolChoice | null => {
+    const v = args.tool_choice;
+    if (v === undefined || v === null) return null;
+    if (typeof v === 'string' || isPlainMap(v)) return v;
+    throw new AgentdError(Code.BadRequest, `${op}.tool_choice must be a string or a map`);
+  };
+
+  const turn = (mode: 'stream' | 'send'): Handler => (from, req, args) => {
+    const op = mode;
+    refuse(op, args, ['cwd', 'tools'], 'the daemon reads no client filesystem and clients declare no tools');
+    const agent = knownAgent(op, args);
+    const msg: TurnRequest = {
+      t: 'turn',
+      conn: from.id,
+      req,
+      mode,
+      agent,
+      sender: sender(op, args),
+      content: str(op, args, 'content'),
+      guest: mode === 'stream' ? optStr(op, args, 'guest') || null : null,
+      ephemeral: mode === 'stream' ? (optBool(op, args, 'ephemeral') ?? false) : false,
+      correlationId: mode === 'stream' ? (optUint(op, args, 'correlation_id') ?? null) : null,
+      onBusy: optEnum(op, args, 'on_busy', OnBusy) ?? 'enqueue',
+      toolChoice: toolChoice(op, args),
+    };
+    pool.request(pool.shardFor(agent, msg.sender), msg, mode === 'stream' ? 'stream' : 'rr');
+    return ROUTED;
+  };
+
+  const ops = new Map<string, OpSpec>();
+  const op = (name: string, handler: Handler, duringShutdown = false): void => {
+    ops.set(name, { handler, duringShutdown });
+  };
+
+  op('ping', () => ({ pong: {} }), true);
+  // On a transport without a token, or after authenticating, `auth` is a no-op.
+  op('auth', () => ({ pong: {} }), true);
+  op('stream', turn('stream'));
+  op('send', turn('send'));
+  op('kill', (from, req, args) => {
+    const agent = nonEmptyStr('kill', args, 'agent');
+    const s = sender('kill', args);
+    if (!agents.has(agent)) throw new AgentdError(Code.NotFound, `no conversation for agent "${agent}" and sender "${s}"`);
+    pool.request(pool.shardFor(agent, s), { t: 'kill', conn: from.id, req, agent, sender: s }, 'rr');
+    return ROUTED;
+  });
+  op('get_stats', async () => {
+    const active = await pool.activeConversations(null, null);
+    return {
+      stats: {
+        version: VERSION,
+        uptime_secs: Math.floor((Date.now() - ctx.startedAt) / 1000),
+        active_conversations: active.length,
+        registered_agents: agents.size,
+        active_model: agents.activeModel(),
+        workers: pool.count,
+        subscriptions: 0, // the event bus is not built yet (issue 5): there are none
+        connections: ctx.connections(),
+      },
+    };
+  }, true);
+  op('list_active_conversations', async (_from, _req, args) => {
+    const agent = optStr('list_active_conversations', args, 'agent') || null;
+    const s = optStr('list_active_conversations', args, 'sender') || null;
+    const conversations = await pool.activeConversations(agent, s);
+    conversations.sort((a, b) => (a.agent === b.agent ? (a.sender < b.sender ? -1 : 1) : a.agent < b.agent ? -1 : 1));
+    return { active_conversations: { conversations } };
+  });
+  op('list_agents', () => ({ agent_list: { agents: agents.list() } }));
+  op('get_agent', (_from, _req, args) => {
+    const info = agents.info(nonEmptyStr('get_agent', args, 'name'));
+    if (info === undefined) throw new AgentdError(Code.NotFound, `unknown agent "${String(args.name)}"`);
+    return { agent_info: info };
+  });
+  op('list_models', () => ({ model_list: { models: agents.models() } }));
+  for (const name of NOT_YET) {
+    op(name, () => {
+      throw new AgentdError(Code.Internal, `operation "${name}" is not available in agentd ${VERSION} yet`);
+    });
+  }
+
+  const fail = (from: Requester, req: number, err: unknown): void => from.reply(req, { error: toWireError(err) });
+
+  return (from, req, body) => {
+    const keys = Object.keys(body);
+    if (keys.length !== 1) {
+      const why = keys.length === 0 ? 'no operation' : `${keys.length} operations (${keys.slice(0, 4).join(', ')})`;
+      return fail(from, req, new AgentdError(Code.BadRequest, `a request holds exactly one operation; got ${why}`));
+    }
+    const name = keys[0]!;
+    const spec = ops.get(name);
+    if (spec === undefined) return fail(from, req, new AgentdError(Code.BadRequest, `unknown operation "${name}"`));
+    if (!spec.duringShutdown && ctx.closing()) {
+      return fail(from, req, new AgentdError(Code.ShuttingDown, 'the daemon is shutting down and takes no new work'));
+    }
+    const args = body[name];
+    if (!isPlainMap(args)) return fail(from, req, new AgentdError(Code.BadRequest, `the argument of "${name}" must be a map`));
+    let out: unknown;
+    try {
+      out = spec.handler(from, req, args);
+    } catch (err) {
+      return fail(from, req, err);
+    }
+    if (out === ROUTED) return;
+    if (out instanceof Promise) {
+      out.then((v) => from.reply(req, v), (err: unknown) => fail(from, req, err));
+      return;
+    }
+    from.reply(req, out);
+  };
+}

@@ -1,0 +1,150 @@
+/**
+ * Framing (PROTOCOL.md §1) and the portable msgpack settings. No I/O here:
+ * the decoder takes chunks and calls a sink fixed at construction.
+ */
+import { Packr, Unpackr } from 'msgpackr';
+
+export const HEADER_BYTES = 9;
+export const FLAG_LAST = 1;
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Portable msgpack: no records, no structures, no extension types, so that
+ * any conforming decoder in any language reads our bytes.
+ */
+export const packr = new Packr({ useRecords: false, variableMapSize: true, encodeUndefinedAsNil: true });
+// 'auto' (numbers while safe, BigInt beyond 2^53) exists in msgpackr 2.x but is missing from its types.
+const unpackOptions = { useRecords: false, int64AsType: 'auto' } as unknown as ConstructorParameters<typeof Unpackr>[0];
+export const unpackr = new Unpackr(unpackOptions);
+
+export function encodeBody(value: unknown): Uint8Array {
+  return packr.pack(value);
+}
+
+export function decodeBody(body: Uint8Array): unknown {
+  return unpackr.unpack(body);
+}
+
+/** A whole frame (header + body) in one exact-size buffer. */
+export function encodeFrame(id: number, flags: number, body: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(HEADER_BYTES + body.byteLength);
+  frame.writeUInt32BE(body.byteLength, 0);
+  frame.writeUInt32BE(id >>> 0, 4);
+  frame[8] = flags;
+  frame.set(body, HEADER_BYTES);
+  return frame;
+}
+
+/** Encodes `value` straight into a frame. */
+export function frameOf(id: number, flags: number, value: unknown): Buffer {
+  return encodeFrame(id, flags, packr.pack(value));
+}
+
+export interface FrameSink {
+  /** A complete frame. `body` may view the caller's chunk: use it before returning. */
+  onFrame(id: number, flags: number, body: Uint8Array): void;
+  /** A header announced a body above the limit; the decoder stops reading. */
+  onOversize(id: number, length: number): void;
+}
+
+/**
+ * Length-prefixed frame reader. A frame inside one chunk is handed out as a
+ * subarray; only a frame spanning chunks is copied, once, when complete. The
+ * announced length is checked before any of the body is buffered.
+ */
+export class FrameDecoder {
+  readonly #sink: FrameSink;
+  readonly #maxBody: number;
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  /** Bytes needed to finish the pending frame, or 0 while its header is incomplete. */
+  #need = 0;
+  #stopped = false;
+
+  constructor(sink: FrameSink, maxBodyBytes: number = DEFAULT_MAX_BODY_BYTES) {
+    this.#sink = sink;
+    this.#maxBody = maxBodyBytes;
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Stops decoding; later chunks are ignored. */
+  stop(): void {
+    this.#stopped = true;
+    this.#pending = [];
+    this.#pendingBytes = 0;
+  }
+
+  push(chunk: Buffer): void {
+    if (this.#stopped || chunk.length === 0) return;
+    if (this.#pendingBytes === 0) {
+      this.#parse(chunk);
+      return;
+    }
+    this.#pending.push(chunk);
+    this.#pendingBytes += chunk.length;
+    if (this.#need === 0) {
+      if (this.#pendingBytes < HEADER_BYTES) return;
+      const joined = this.#take();
+      const length = joined.readUInt32BE(0);
+      if (length > this.#maxBody) {
+        this.#oversize(joined.readUInt32BE(4), length);
+        return;
+      }
+      if (joined.length >= HEADER_BYTES + length) {
+        this.#parse(joined);
+        return;
+      }
+      this.#keep(joined);
+      this.#need = HEADER_BYTES + length;
+      return;
+    }
+    if (this.#pendingBytes >= this.#need) this.#parse(this.#take());
+  }
+
+  #take(): Buffer {
+    const joined = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending, this.#pendingBytes);
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.#need = 0;
+    return joined;
+  }
+
+  #keep(rest: Buffer): void {
+    // Copy the tail so a retained view does not pin the whole socket chunk.
+    const copy = Buffer.allocUnsafe(rest.length);
+    rest.copy(copy);
+    this.#pending = [copy];
+    this.#pendingBytes = copy.length;
+  }
+
+  #oversize(id: number, length: number): void {
+    this.stop();
+    this.#sink.onOversize(id, length);
+  }
+
+  #parse(buf: Buffer): void {
+    let off = 0;
+    while (buf.length - off >= HEADER_BYTES) {
+      const length = buf.readUInt32BE(off);
+      const id = buf.readUInt32BE(off + 4);
+      if (length > this.#maxBody) {
+        this.#oversize(id, length);
+        return;
+      }
+      const end = off + HEADER_BYTES + length;
+      if (end > buf.length) {
+        this.#keep(buf.subarray(off));
+        this.#need = HEADER_BYTES + length;
+        return;
+      }
+      const flags = buf[off + 8]!;
+      this.#sink.onFrame(id, flags, buf.subarray(off + HEADER_BYTES, end));
+      if (this.#stopped) return;
+      off = end;
+    }
+    if (off < buf.length) this.#keep(buf.subarray(off));
+  }
+}

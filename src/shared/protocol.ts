@@ -1,0 +1,53 @@
+/**
+ * Shapes of PROTOCOL.md §2–4 that more than one thread needs: the turn
+ * options, stream events and reply variants.
+ */
+
+export const OnBusy = ['enqueue', 'reject', 'interrupt'] as const;
+export type OnBusy = (typeof OnBusy)[number];
+
+export const StopReason = {
+  Text: 'text',
+  MaxIterations: 'max_iterations',
+  NoAction: 'no_action',
+  Cancelled: 'cancelled',
+  Error: 'error',
+} as const;
+export type StopReason = (typeof StopReason)[keyof typeof StopReason];
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cache_hit_tokens?: number;
+  cache_miss_tokens?: number;
+  reasoning_tokens?: number;
+}
+
+export function zeroUsage(): Usage {
+  return { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text, as the model produced it. */
+  arguments: string;
+}
+
+/** `tool_choice` as OpenAI-compatible endpoints take it: "auto", "none", "required" or a named function. */
+export type ToolChoice = string | Record<string, unknown>;
+
+/** The body of an `end` event. */
+export interface EndEvent {
+  agent: string;
+  error: string;
+  model: string;
+  usage: Usage;
+  stop_reason: StopReason;
+}
+
+/** A default sender is used when a client leaves `sender` absent or empty (PROTOCOL §3). */
+export const DEFAULT_SENDER = 'user';
+
+export const PROTOCOL_VERSION = 1;

@@ -1,0 +1,106 @@
+/**
+ * Every message that crosses between main and a shard. Main batches what it
+ * sends a shard in one event-loop turn into one array; a shard batches the
+ * reply frames it produces into one transferred buffer (see FrameBatch).
+ */
+import type { AgentConfig } from './config.ts';
+import type { OnBusy, ToolChoice } from './protocol.ts';
+
+/** What a shard receives when it starts (workerData). */
+export interface ShardInit {
+  index: number;
+  shards: number;
+  agents: Record<string, AgentConfig>;
+  logLevel: string;
+  /** Test-only fault injection (AGENTD_TEST_CRASH_TOKEN); null in production. */
+  crashToken: string | null;
+}
+
+export interface TurnRequest {
+  t: 'turn';
+  conn: number;
+  req: number;
+  /** `stream` replies with events; `send` with one `response`. */
+  mode: 'stream' | 'send';
+  agent: string;
+  sender: string;
+  content: string;
+  guest: string | null;
+  ephemeral: boolean;
+  correlationId: number | null;
+  onBusy: OnBusy;
+  toolChoice: ToolChoice | null;
+}
+
+export interface KillRequest {
+  t: 'kill';
+  conn: number;
+  req: number;
+  agent: string;
+  sender: string;
+}
+
+/** The connection closed: cancel its running and queued turns. */
+export interface ConnClosed {
+  t: 'conn_closed';
+  conn: number;
+}
+
+export interface ActiveQuery {
+  t: 'query';
+  qid: number;
+  q: 'active';
+  agent: string | null;
+  sender: string | null;
+}
+
+export interface AgentsUpdate {
+  t: 'agents';
+  agents: Record<string, AgentConfig>;
+}
+
+/** Cancel everything with "shutting down"; take no new turns. */
+export interface ShutdownRequest {
+  t: 'shutdown';
+}
+
+export type ToShard = TurnRequest | KillRequest | ConnClosed | ActiveQuery | AgentsUpdate | ShutdownRequest;
+
+export interface ActiveConversation {
+  agent: string;
+  sender: string;
+  message_count: number;
+  alive_secs: number;
+  title: string;
+  running: boolean;
+  queued: number;
+}
+
+export interface QueryResult {
+  qid: number;
+  result: ActiveConversation[];
+}
+
+/**
+ * One batch from a shard. `b` holds sections `[conn u32][bytes u32][frames…]`,
+ * each frame already a complete wire frame (header included), so main writes
+ * a section with one call and decodes nothing. `started` and `done` list
+ * `conn, req` pairs whose first frame / LAST frame is in this batch, so main
+ * can account for open requests (and answer them if the shard dies) without
+ * reading frames.
+ */
+export interface FrameBatch {
+  t: 'frames';
+  b: ArrayBuffer | null;
+  started: number[];
+  done: number[];
+  queries: QueryResult[];
+}
+
+export interface ShardReady {
+  t: 'ready';
+}
+
+export type FromShard = FrameBatch | ShardReady;
+
+export const SECTION_HEADER_BYTES = 8;

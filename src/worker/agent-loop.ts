@@ -1,0 +1,147 @@
+/**
+ * The agent loop of one turn: call the model, stream what it says, run the
+ * tools it asks for, repeat until it answers in text or `max_iterations`.
+ * Start and end of the turn belong to the caller; this emits what is between.
+ */
+import { StopReason, zeroUsage, type ToolCall, type ToolChoice, type Usage } from '../shared/protocol.ts';
+import type { AgentConfig } from '../shared/config.ts';
+import type { Message, Model } from './models/types.ts';
+import { runTools, type ToolSet } from './tools.ts';
+
+export type Emit = (event: string, body: Record<string, unknown>) => void;
+
+export interface LoopInput {
+  /** The agent answering (the guest, on a guest turn). */
+  agent: string;
+  sender: string;
+  /** Set on guest turns: assistant messages are attributed to it. */
+  attributeTo: string | null;
+  config: AgentConfig;
+  model: Model;
+  /** History plus the new user message: what the model sees first. */
+  messages: readonly Message[];
+  tools: ToolSet;
+  toolChoice: ToolChoice | null;
+  signal: AbortSignal;
+  emit: Emit;
+}
+
+export interface LoopResult {
+  stopReason: StopReason;
+  /** Empty on success. */
+  error: string;
+  usage: Usage;
+  /** The text of the last model step that produced any. */
+  finalText: string;
+  /** Messages this turn completed, in order, to append to the history. */
+  produced: Message[];
+}
+
+function addUsage(total: Usage, step: Usage): void {
+  total.prompt_tokens += step.prompt_tokens;
+  total.completion_tokens += step.completion_tokens;
+  total.total_tokens += step.total_tokens;
+  for (const k of ['cache_hit_tokens', 'cache_miss_tokens', 'reasoning_tokens'] as const) {
+    const v = step[k];
+    if (v !== undefined) total[k] = (total[k] ?? 0) + v;
+  }
+}
+
+export function reasonOf(signal: AbortSignal): string {
+  const r: unknown = signal.reason;
+  return r instanceof Error ? r.message : typeof r === 'string' ? r : 'cancelled';
+}
+
+export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
+  const { agent, signal, emit } = input;
+  const produced: Message[] = [];
+  const usage = zeroUsage();
+  let finalText = '';
+  let open: 'text' | 'thinking' | null = null;
+  // Text of the step in progress: kept on cancel, as streamed text is never taken back.
+  let stepText = '';
+
+  const closeSegment = (): void => {
+    if (open !== null) {
+      emit(`${open}_end`, { agent });
+      open = null;
+    }
+  };
+  const openSegment = (kind: 'text' | 'thinking'): void => {
+    if (open === kind) return;
+    closeSegment();
+    emit(`${kind}_start`, { agent });
+    open = kind;
+  };
+  const assistant = (content: string, toolCalls?: ToolCall[]): Message => {
+    const m: Message = { role: 'assistant', content };
+    if (input.attributeTo !== null) m.agent = input.attributeTo;
+    if (toolCalls !== undefined) m.tool_calls = toolCalls;
+    return m;
+  };
+  const result = (stopReason: StopReason, error = ''): LoopResult => ({ stopReason, error, usage, finalText, produced });
+
+  try {
+    for (let iteration = 0; iteration < input.config.max_iterations; iteration++) {
+      signal.throwIfAborted();
+      stepText = '';
+      const calls: ToolCall[] = [];
+      let stepUsage: Usage | null = null;
+      const stream = input.model.stream({
+        messages: produced.length === 0 ? input.messages : [...input.messages, ...produced],
+        tools: [...input.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
+        toolChoice: input.toolChoice,
+        agent: input.config,
+        signal,
+      });
+      for await (const ev of stream) {
+        signal.throwIfAborted();
+        switch (ev.type) {
+          case 'text':
+            openSegment('text');
+            stepText += ev.delta;
+            emit('chunk', { content: ev.delta });
+            break;
+          case 'thinking':
+            openSegment('thinking');
+            emit('thinking', { content: ev.delta });
+            break;
+          case 'tool_call':
+            calls.push(ev.call);
+            break;
+          case 'usage':
+            stepUsage = ev.usage;
+            addUsage(usage, ev.usage);
+            break;
+        }
+      }
+      closeSegment();
+      if (stepUsage !== null) emit('context_usage', { usage: stepUsage });
+      if (stepText !== '') finalText = stepText;
+
+      if (calls.length === 0) {
+        if (stepText !== '') produced.push(assistant(stepText));
+        stepText = '';
+        return result(finalText === '' ? StopReason.NoAction : StopReason.Text);
+      }
+
+      emit('tool_start', { calls });
+      const results = await runTools(input.tools, calls, { agent, sender: input.sender, signal }, (r) =>
+        emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error }),
+      );
+      emit('tools_complete', {});
+      // A tool call enters the history only together with its result.
+      produced.push(assistant(stepText, calls));
+      for (const r of results) {
+        produced.push({ role: 'tool', content: r.output, tool_call_id: r.call_id, name: r.name, is_error: r.is_error });
+      }
+      stepText = '';
+    }
+    return result(StopReason.MaxIterations);
+  } catch (err) {
+    closeSegment();
+    if (stepText !== '') produced.push(assistant(stepText));
+    if (signal.aborted) return result(StopReason.Cancelled, reasonOf(signal));
+    return result(StopReason.Error, err instanceof Error ? err.message : String(err));
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * `echo`: a deterministic model for demos, tests and benchmarks.
+ *
+ * - Streams the last user message back, one chunk per word; each chunk is the
+ *   word and the whitespace after it (leading whitespace rides on the first),
+ *   so the chunks concatenate to the message exactly.
+ * - `/call <tool> <json>` requests that tool; after the result it answers with
+ *   the tool's output text.
+ * - Agent option `echo: {delay_ms, cpu_us}`: an awaited, cancellable wait and
+ *   a CPU burn before each chunk.
+ * - Usage: prompt = words in the messages sent, completion = words produced.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Model, ModelEvent, ModelRequest, Message } from './types.ts';
+
+const CALL = /^\/call\s+(\S+)\s*([\s\S]*)$/;
+
+const WORD = /\S+/g;
+
+/** Words as the echo model counts tokens: runs of non-whitespace. */
+export function countWords(text: string): number {
+  let n = 0;
+  WORD.lastIndex = 0;
+  while (WORD.exec(text) !== null) n++;
+  return n;
+}
+
+/** Splits text into word chunks that concatenate back to it exactly. */
+export function wordChunks(text: string): string[] {
+  const chunks = text.match(/\S+\s*/g);
+  if (chunks === null) return text.length > 0 ? [text] : [];
+  const lead = text.length - text.trimStart().length;
+  if (lead > 0) chunks[0] = text.slice(0, lead) + chunks[0];
+  return chunks;
+}
+
+/** Busy-waits `us` microseconds: a model that costs CPU, not wall time. */
+export function burnCpu(us: number): void {
+  if (us <= 0) return;
+  const until = performance.now() + us / 1000;
+  while (performance.now() < until) {
+    // spin
+  }
+}
+
+function lastTurnInput(messages: readonly Message[]): { toolOutputs: string[] | null; user: string } {
+  const outputs: string[] = [];
+  let i = messages.length - 1;
+  while (i >= 0 && messages[i]!.role === 'tool') outputs.unshift(messages[i--]!.content);
+  if (outputs.length > 0) return { toolOutputs: outputs, user: '' };
+  for (; i >= 0; i--) if (messages[i]!.role === 'user') return { toolOutputs: null, user: messages[i]!.content };
+  return { toolOutputs: null, user: '' };
+}
+
+export class EchoModel implements Model {
+  readonly name = 'echo';
+
+  async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    const { messages, signal, agent } = request;
+    let prompt = 0;
+    for (const m of messages) prompt += countWords(m.content);
+    const { toolOutputs, user } = lastTurnInput(messages);
+
+    const call = toolOutputs === null ? CALL.exec(user.trim()) : null;
+    if (call !== null) {
+      signal.throwIfAborted();
+      const step = messages.filter((m) => m.role === 'assistant' && m.tool_calls !== undefined).length;
+      yield { type: 'tool_call', call: { id: `call_${step + 1}_1`, name: call[1]!, arguments: call[2]!.trim() || '{}' } };
+      yield { type: 'usage', usage: { prompt_tokens: prompt, completion_tokens: 0, total_tokens: prompt } };
+      return;
+    }
+
+    const text = toolOutputs === null ? user : toolOutputs.join('\n');
+    const { delay_ms: delayMs, cpu_us: cpuUs } = agent.echo;
+    let produced = 0;
+    for (const chunk of wordChunks(text)) {
+      if (delayMs > 0) await sleep(delayMs, undefined, { signal });
+      signal.throwIfAborted();
+      burnCpu(cpuUs);
+      produced++;
+      yield { type: 'text', delta: chunk };
+    }
+    yield { type: 'usage', usage: { prompt_tokens: prompt, completion_tokens: produced, total_tokens: prompt + produced } };
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * The provider interface every model implements. A model streams events and
+ * stops at its next await when `signal` aborts.
+ */
+import type { AgentConfig } from '../../shared/config.ts';
+import type { ToolCall, ToolChoice, Usage } from '../../shared/protocol.ts';
+
+export interface Message {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  /** The agent that wrote an assistant message, when it was a guest. */
+  agent?: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  /** The tool's name, on a tool message. */
+  name?: string;
+  is_error?: boolean;
+}
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export type ModelEvent =
+  | { type: 'text'; delta: string }
+  | { type: 'thinking'; delta: string }
+  | { type: 'tool_call'; call: ToolCall }
+  | { type: 'usage'; usage: Usage };
+
+export interface ModelRequest {
+  messages: readonly Message[];
+  tools: readonly ToolSpec[];
+  toolChoice: ToolChoice | null;
+  agent: AgentConfig;
+  signal: AbortSignal;
+}
+
+export interface Model {
+  readonly name: string;
+  stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+}

@@ -1,0 +1,109 @@
+/**
+ * The shard's side of the frame channel. Reply bodies are encoded here, as
+ * complete wire frames, and every frame produced in one event-loop turn is
+ * coalesced into one section per connection inside one transferred buffer.
+ * Main then writes each section with one call and decodes nothing.
+ */
+import { FLAG_LAST, HEADER_BYTES, packr } from '../shared/codec.ts';
+import { SECTION_HEADER_BYTES, type FrameBatch, type QueryResult } from '../shared/threads.ts';
+
+interface Section {
+  buf: Buffer;
+  len: number;
+}
+
+const INITIAL_SECTION_BYTES = 4096;
+/** Section buffers kept for reuse between flushes. */
+const SPARE_LIMIT = 64;
+
+export type PostBatch = (batch: FrameBatch, transfer: ArrayBuffer[]) => void;
+
+export class Outbox {
+  readonly #post: PostBatch;
+  #sections = new Map<number, Section>();
+  #spare: Buffer[] = [];
+  #started: number[] = [];
+  #done: number[] = [];
+  #queries: QueryResult[] = [];
+  #scheduled = false;
+  readonly #flushNow = (): void => this.flush();
+
+  constructor(post: PostBatch) {
+    this.#post = post;
+  }
+
+  /** Encodes `value` as one frame for request `req` on connection `conn`. */
+  frame(conn: number, req: number, last: boolean, value: unknown): void {
+    const body = packr.pack(value); // a view into msgpackr's pool: copied below
+    const section = this.#section(conn, HEADER_BYTES + body.length);
+    const buf = section.buf;
+    let at = section.len;
+    buf.writeUInt32BE(body.length, at);
+    buf.writeUInt32BE(req >>> 0, at + 4);
+    buf[at + 8] = last ? FLAG_LAST : 0;
+    at += HEADER_BYTES;
+    buf.set(body, at);
+    section.len = at + body.length;
+    if (last) this.#done.push(conn, req);
+    this.#schedule();
+  }
+
+  /** Marks a request's first frame as part of this batch (main tracks it for crash recovery). */
+  started(conn: number, req: number): void {
+    this.#started.push(conn, req);
+  }
+
+  query(result: QueryResult): void {
+    this.#queries.push(result);
+    this.#schedule();
+  }
+
+  #section(conn: number, extra: number): Section {
+    let section = this.#sections.get(conn);
+    if (section === undefined) {
+      const size = Math.max(INITIAL_SECTION_BYTES, extra);
+      const spare = this.#spare.pop();
+      section = { buf: spare !== undefined && spare.length >= size ? spare : Buffer.allocUnsafe(size), len: 0 };
+      this.#sections.set(conn, section);
+    } else if (section.len + extra > section.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(section.buf.length * 2, section.len + extra));
+      section.buf.copy(grown, 0, 0, section.len);
+      section.buf = grown;
+    }
+    return section;
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    // setImmediate, not a microtask: a turn's frames are produced across many
+    // microtasks of one event-loop turn, and all of them should share a batch.
+    setImmediate(this.#flushNow);
+  }
+
+  flush(): void {
+    this.#scheduled = false;
+    let total = 0;
+    for (const s of this.#sections.values()) total += SECTION_HEADER_BYTES + s.len;
+    let b: ArrayBuffer | null = null;
+    if (total > 0) {
+      b = new ArrayBuffer(total);
+      const out = Buffer.from(b);
+      let at = 0;
+      for (const [conn, s] of this.#sections) {
+        out.writeUInt32BE(conn, at);
+        out.writeUInt32BE(s.len, at + 4);
+        s.buf.copy(out, at + SECTION_HEADER_BYTES, 0, s.len);
+        at += SECTION_HEADER_BYTES + s.len;
+        if (this.#spare.length < SPARE_LIMIT) this.#spare.push(s.buf);
+      }
+      this.#sections.clear();
+    }
+    if (b === null && this.#done.length === 0 && this.#started.length === 0 && this.#queries.length === 0) return;
+    const batch: FrameBatch = { t: 'frames', b, started: this.#started, done: this.#done, queries: this.#queries };
+    this.#started = [];
+    this.#done = [];
+    this.#queries = [];
+    this.#post(batch, b === null ? [] : [b]);
+  }
+}

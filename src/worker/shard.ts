@@ -1,0 +1,28 @@
+/**
+ * Shard entry point: one worker thread owning the conversations of the pairs
+ * that hash to it. It takes batches of messages from main, and sends back
+ * batches of ready-encoded frames (see Outbox).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { FromShard, ShardInit, ToShard } from '../shared/threads.ts';
+import { createLogger } from '../shared/log.ts';
+import { Outbox } from './outbox.ts';
+import { TurnScheduler } from './turn-scheduler.ts';
+
+const init = workerData as ShardInit;
+const port = parentPort!;
+const log = createLogger(init.logLevel, { shard: init.index });
+const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
+const scheduler = new TurnScheduler(outbox, init.agents, log);
+
+port.on('message', (batch: ToShard[]) => {
+  for (const msg of batch) {
+    if (init.crashToken !== null && msg.t === 'turn' && msg.content === init.crashToken) {
+      // Test-only fault injection (AGENTD_TEST_CRASH_TOKEN): die like a real bug would.
+      throw new Error(`shard ${init.index}: crash injected by AGENTD_TEST_CRASH_TOKEN`);
+    }
+    scheduler.handle(msg);
+  }
+});
+
+port.postMessage({ t: 'ready' } satisfies FromShard);

@@ -1,0 +1,76 @@
+/**
+ * Tools an agent can call, and running one step's calls. Calls of one step
+ * run concurrently; results are reported in completion order and returned in
+ * call order. A throwing tool is an `is_error` result, not a failed turn.
+ */
+import type { ToolCall } from '../shared/protocol.ts';
+import type { ToolSpec } from './models/types.ts';
+
+export interface ToolContext {
+  agent: string;
+  sender: string;
+  signal: AbortSignal;
+}
+
+export interface Tool extends ToolSpec {
+  run(args: unknown, ctx: ToolContext): Promise<string> | string;
+}
+
+export type ToolSet = ReadonlyMap<string, Tool>;
+
+export const NO_TOOLS: ToolSet = new Map();
+
+export interface ToolResult {
+  call_id: string;
+  name: string;
+  output: string;
+  duration_ms: number;
+  is_error: boolean;
+}
+
+async function runOne(tools: ToolSet, call: ToolCall, ctx: ToolContext): Promise<ToolResult> {
+  const began = performance.now();
+  const done = (output: string, isError: boolean): ToolResult => ({
+    call_id: call.id,
+    name: call.name,
+    output,
+    duration_ms: Math.round(performance.now() - began),
+    is_error: isError,
+  });
+  const tool = tools.get(call.name);
+  if (tool === undefined) return done(`unknown tool "${call.name}"`, true);
+  let args: unknown;
+  try {
+    args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+  } catch (err) {
+    return done(`arguments are not valid JSON: ${(err as Error).message}`, true);
+  }
+  try {
+    return done(String(await tool.run(args, ctx)), false);
+  } catch (err) {
+    return done(err instanceof Error ? err.message : String(err), true);
+  }
+}
+
+/**
+ * Runs all calls at once. `onResult` sees each result as it completes; the
+ * returned array is in call order. Rejects with the abort reason if the turn
+ * is cancelled before every call has answered.
+ */
+export async function runTools(
+  tools: ToolSet,
+  calls: readonly ToolCall[],
+  ctx: ToolContext,
+  onResult: (result: ToolResult) => void,
+): Promise<ToolResult[]> {
+  const results = await Promise.all(
+    calls.map((call) =>
+      runOne(tools, call, ctx).then((r) => {
+        if (!ctx.signal.aborted) onResult(r);
+        return r;
+      }),
+    ),
+  );
+  ctx.signal.throwIfAborted();
+  return results;
+}

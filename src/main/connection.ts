@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import { decodeBody, FLAG_LAST, FrameDecoder, frameOf, type FrameSink } from '../shared/codec.ts';
 import { Code } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
+import { assertPortableMsgpack } from '../shared/portable-msgpack.ts';
 
 /** Where a connection's requests go, and what it tells when it closes. */
 export interface ConnectionHost {
@@ -72,6 +73,7 @@ export class Connection implements FrameSink {
     let value: unknown;
     try {
       if (body.length === 0) throw new Error('empty body');
+      assertPortableMsgpack(body);
       value = decodeBody(body);
     } catch (err) {
       return this.reply(id, { error: { code: Code.BadRequest, message: `body is not valid MessagePack: ${(err as Error).message}` } });

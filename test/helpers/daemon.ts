@@ -1,0 +1,137 @@
+/**
+ * Starts a real agentd process on a fresh $AGENTD_HOME (after nats `nst`):
+ * waits for its ready line, racing an early exit, then confirms `ping`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { AgentdClient, type ConnectOptions } from '../../src/client/index.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const AGENTD = join(ROOT, 'bin', 'agentd.mjs');
+
+export interface DaemonOptions {
+  workers?: number;
+  /** Written to $AGENTD_HOME/agentd.json. */
+  config?: Record<string, unknown>;
+  env?: Record<string, string>;
+  /** Reuse a home (restart tests); a new temp dir otherwise. */
+  home?: string;
+  /** Extra flags; `--tcp 127.0.0.1:0` is added unless one is given. */
+  args?: string[];
+}
+
+export interface Daemon {
+  home: string;
+  socketPath: string;
+  port: number | null;
+  proc: ChildProcess;
+  /** Everything the daemon wrote to stderr so far. */
+  stderr(): string;
+  client(opts?: Partial<ConnectOptions>): Promise<AgentdClient>;
+  tcpClient(opts?: Partial<ConnectOptions>): Promise<AgentdClient>;
+  /** SIGTERM (or `signal`) and wait for exit. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function makeHome(config?: Record<string, unknown>): string {
+  const home = mkdtempSync(join(tmpdir(), 'agentd-test-'));
+  if (config !== undefined) writeFileSync(join(home, 'agentd.json'), JSON.stringify(config));
+  return home;
+}
+
+/** Runs agentd to completion (for start-up failures); returns its exit and output. */
+export function runAgentd(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolvePromise) => {
+    const proc = spawn(process.execPath, [AGENTD, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr });
+    });
+  });
+}
+
+export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
+  const home = opts.home ?? makeHome(opts.config);
+  if (opts.home !== undefined && opts.config !== undefined) writeFileSync(join(home, 'agentd.json'), JSON.stringify(opts.config));
+  const args = ['--home', home, '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])];
+  if (!args.includes('--tcp')) args.push('--tcp', '127.0.0.1:0');
+  const proc = spawn(process.execPath, [AGENTD, ...args], {
+    env: { ...process.env, AGENTD_HOME: home, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let stdout = '';
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.on('exit', (code, signal) => r({ code, signal })));
+
+  await new Promise<void>((resolveReady, reject) => {
+    const deadline = setTimeout(() => reject(new Error(`agentd did not become ready in 20 s\n${stderr}`)), 20_000);
+    proc.stdout!.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (stdout.includes(' ready: ')) {
+        clearTimeout(deadline);
+        resolveReady();
+      }
+    });
+    void exited.then(({ code }) => {
+      clearTimeout(deadline);
+      reject(new Error(`agentd exited with ${code} before ready\n${stderr}`));
+    });
+  });
+
+  const socketPath = join(home, 'run', 'agentd.sock');
+  let port: number | null = null;
+  try {
+    port = Number(readFileSync(join(home, 'run', 'agentd.port'), 'utf8').trim());
+  } catch {
+    port = null;
+  }
+  const d: Daemon = {
+    home,
+    socketPath,
+    port,
+    proc,
+    stderr: () => stderr,
+    client: (o = {}) => AgentdClient.connect({ path: socketPath, ...o }),
+    tcpClient: (o = {}) => AgentdClient.connect({ host: '127.0.0.1', port: port!, ...o }),
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+  const c = await d.client();
+  await c.ping();
+  await c.close();
+  return d;
+}
+
+/** Stops the daemon and removes its home. */
+export async function cleanup(d: Daemon): Promise<void> {
+  await d.stop('SIGKILL').catch(() => {});
+  rmSync(d.home, { recursive: true, force: true });
+}
+
+/** Collects a stream's events. */
+export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+/** Polls `check` until it returns true, under a deadline (no fixed sleeps in tests). */
+export async function waitFor(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, isValidAgentName, validateFileSettings } from '../../src/shared/config.ts';
+import { resolveConfig } from '../../src/main/config-load.ts';
+
+describe('config validation', () => {
+  const bad: [string, unknown, RegExp][] = [
+    ['not an object', [], /top level/],
+    ['unknown key', { wrokers: 2 }, /wrokers is not a known option/],
+    ['workers zero', { workers: 0 }, /workers must be an integer >= 1/],
+    ['workers string', { workers: '2' }, /workers must be/],
+    ['tcp malformed', { tcp: 'localhost' }, /tcp must be "HOST:PORT" or "off"/],
+    ['agents empty', { agents: {} }, /agents must name at least one agent/],
+    ['agent bad name', { agents: { '.hidden': {} } }, /agents\.\.hidden is not a valid agent name/],
+    ['agent model type', { agents: { a: { model: 3 } } }, /agents\.a\.model must be a non-empty string/],
+    ['agent unknown field', { agents: { a: { modle: 'echo' } } }, /agents\.a\.modle is not a known option/],
+    ['echo delay negative', { agents: { a: { echo: { delay_ms: -1 } } } }, /agents\.a\.echo\.delay_ms must be an integer >= 0/],
+    ['log level', { log_level: 'loud' }, /log_level must be one of/],
+  ];
+  for (const [name, raw, message] of bad) {
+    it(`refuses ${name}`, () => {
+      expect(() => validateFileSettings(raw, 'agentd.json')).toThrow(ConfigError);
+      expect(() => validateFileSettings(raw, 'agentd.json')).toThrow(message);
+    });
+  }
+
+  it('accepts a full file', () => {
+    const s = validateFileSettings(
+      { workers: 3, tcp: 'off', agents: { slow: { model: 'echo', description: 'd', echo: { delay_ms: 5, cpu_us: 10 }, max_iterations: 4 } } },
+      'f',
+    );
+    expect(s.tcp).toBeNull();
+    expect(s.agents!.slow).toEqual({ model: 'echo', description: 'd', max_iterations: 4, echo: { delay_ms: 5, cpu_us: 10 } });
+  });
+
+  it('agent names follow the rule', () => {
+    for (const ok of ['a', 'assistant', 'a.b-c_d', 'A1', 'x'.repeat(64)]) expect(isValidAgentName(ok), ok).toBe(true);
+    for (const no of ['', '.a', 'a b', 'a/b', 'x'.repeat(65), 'é']) expect(isValidAgentName(no), no).toBe(false);
+  });
+
+  it('flags override the file, and the default agent exists without a file', () => {
+    const home = mkdtempSync(join(tmpdir(), 'agentd-cfg-'));
+    const plain = resolveConfig({ home }, {});
+    expect(Object.keys(plain.agents)).toEqual(['assistant']);
+    expect(plain.tcp).toEqual({ host: '127.0.0.1', port: 6688 });
+    expect(plain.socketPath).toBe(join(home, 'run', 'agentd.sock'));
+    writeFileSync(join(home, 'agentd.json'), JSON.stringify({ workers: 3, tcp: '127.0.0.1:7000' }));
+    const c = resolveConfig({ home, workers: 5 }, {});
+    expect(c.workers).toBe(5);
+    expect(c.tcp).toEqual({ host: '127.0.0.1', port: 7000 });
+    expect(Object.isFrozen(c.agents)).toBe(true);
+    expect(resolveConfig({ home, tcp: 'off' }, {}).tcp).toBeNull();
+  });
+});

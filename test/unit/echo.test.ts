@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { countWords, EchoModel, wordChunks } from '../../src/worker/models/echo.ts';
+import type { ModelEvent } from '../../src/worker/models/types.ts';
+import { validateAgentConfig } from '../../src/shared/config.ts';
+
+describe('echo model', () => {
+  it('chunks concatenate back to the message, one word per chunk', () => {
+    for (const text of ['hello world', '  lead and trail  ', 'one', 'tabs\tand\nnewlines ', '   ', '', 'ünï cödé 🦀']) {
+      const chunks = wordChunks(text);
+      expect(chunks.join('')).toBe(text);
+      if (text.trim() !== '') expect(chunks.length).toBe(countWords(text));
+    }
+    expect(wordChunks('hello  big world')).toEqual(['hello  ', 'big ', 'world']);
+  });
+
+  async function events(content: string): Promise<ModelEvent[]> {
+    const out: ModelEvent[] = [];
+    const model = new EchoModel();
+    for await (const ev of model.stream({
+      messages: [{ role: 'user', content }],
+      tools: [],
+      toolChoice: null,
+      agent: validateAgentConfig({}, 'test', 'a'),
+      signal: new AbortController().signal,
+    })) out.push(ev);
+    return out;
+  }
+
+  it('reports usage as words in and words out', async () => {
+    const evs = await events('three little words');
+    expect(evs.at(-1)).toEqual({ type: 'usage', usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } });
+  });
+
+  it('turns /call into a tool call', async () => {
+    const evs = await events('/call peers {"x": 1}');
+    expect(evs[0]).toEqual({ type: 'tool_call', call: { id: 'call_1_1', name: 'peers', arguments: '{"x": 1}' } });
+  });
+
+  it('stops when aborted during a delay', async () => {
+    const ac = new AbortController();
+    const model = new EchoModel();
+    const it = model.stream({ messages: [{ role: 'user', content: 'a b c' }], tools: [], toolChoice: null, agent: validateAgentConfig({ echo: { delay_ms: 10_000 } }, 't', 'a'), signal: ac.signal })[Symbol.asyncIterator]();
+    const next = it.next();
+    ac.abort(new Error('stop'));
+    await expect(next).rejects.toThrow();
+  });
+});

@@ -123,7 +123,8 @@ export class Daemon implements ConnectionHost {
 
   async #shutdown(): Promise<void> {
     this.#closing = true;
-    await Promise.all(this.#servers.map(closeServer));
+    // Stop accepting now; a server's close completes only once its connections end (teardown).
+    const serversClosed = Promise.all(this.#servers.map(closeServer));
     const pool = this.#pool;
     if (pool !== null) {
       pool.broadcast({ t: 'shutdown' });
@@ -132,13 +133,14 @@ export class Daemon implements ConnectionHost {
       if (timedOut) this.log.warn({ inflight: pool.inflight }, 'shutdown grace period ended with turns still running');
     }
     await this.#teardown();
+    await serversClosed;
   }
 
   async #teardown(): Promise<void> {
     this.#closing = true;
     // Let queued replies reach their sockets, then close them.
     await Promise.all([...this.#connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
-    await Promise.all(this.#servers.map(closeServer));
+    for (const server of this.#servers) if (server.listening) server.close();
     await this.#pool?.close();
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
   }

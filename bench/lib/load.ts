@@ -1,0 +1,69 @@
+/**
+ * The closed-loop load generator: a fixed number of requests in flight,
+ * latencies in perf_hooks histograms (nanoseconds), rates from a count over
+ * a fixed window after a warm-up.
+ */
+import { createHistogram } from 'node:perf_hooks';
+import type { BenchClient } from './clients.ts';
+
+export interface LatencyResult {
+  p50: number;
+  p99: number;
+  p999: number;
+  /** Microseconds. */
+  unit: 'us';
+}
+
+/** One request in flight: `n` sequential round trips after `warmup` unmeasured ones. */
+export async function latency(client: BenchClient, n: number, warmup: number): Promise<LatencyResult> {
+  for (let i = 0; i < warmup; i++) await client.call();
+  const h = createHistogram();
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    await client.call();
+    h.record(Number(process.hrtime.bigint() - t0) || 1);
+  }
+  return { p50: h.percentile(50) / 1000, p99: h.percentile(99) / 1000, p999: h.percentile(99.9) / 1000, unit: 'us' };
+}
+
+/** `inflight` requests in flight on each client for `ms` after `warmupMs`; returns requests per second. */
+export async function throughput(clients: BenchClient[], inflight: number, ms: number, warmupMs: number): Promise<number> {
+  let counting = false;
+  let count = 0;
+  let stop = false;
+  const loops: Promise<void>[] = [];
+  for (const c of clients) {
+    for (let k = 0; k < inflight; k++) {
+      loops.push(
+        (async () => {
+          while (!stop) {
+            await c.call();
+            if (counting) count++;
+          }
+        })(),
+      );
+    }
+  }
+  await new Promise((r) => setTimeout(r, warmupMs));
+  counting = true;
+  const t0 = process.hrtime.bigint();
+  await new Promise((r) => setTimeout(r, ms));
+  counting = false;
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const rate = count / seconds;
+  stop = true;
+  await Promise.all(loops);
+  return rate;
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Spread as (max - min) / median, for the table. */
+export function spread(xs: number[]): number {
+  const m = median(xs);
+  return m === 0 ? 0 : (Math.max(...xs) - Math.min(...xs)) / m;
+}

@@ -1,0 +1,92 @@
+/** Starts the systems under test as separate processes and waits until each is ready. */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createServer } from 'node:net';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+export interface Proc {
+  unix: string;
+  tcp: { host: string; port: number } | null;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+function waitForLine(proc: ChildProcess, pattern: RegExp, what: string, timeoutMs = 30_000): Promise<RegExpMatchArray> {
+  return new Promise((resolvePromise, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`${what} not ready in ${timeoutMs} ms\n${err}`)), timeoutMs);
+    proc.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = pattern.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolvePromise(m);
+      }
+    });
+    proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited with ${code}\n${err}`));
+    });
+  });
+}
+
+function stopper(proc: ChildProcess, cleanup: () => void): () => Promise<void> {
+  return async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await exited;
+    }
+    cleanup();
+  };
+}
+
+export async function startAgentd(workers: number, agents: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<Proc> {
+  const home = mkdtempSync(join(tmpdir(), 'agentd-bench-'));
+  writeFileSync(join(home, 'agentd.json'), JSON.stringify({ agents, ...extra }));
+  const proc = spawn(process.execPath, [join(ROOT, 'bin/agentd.mjs'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const m = await waitForLine(proc, /tcp 127\.0\.0\.1:(\d+)/, 'agentd');
+  return {
+    unix: join(home, 'run', 'agentd.sock'),
+    tcp: { host: '127.0.0.1', port: Number(m[1]) },
+    proc,
+    stop: stopper(proc, () => rmSync(home, { recursive: true, force: true })),
+  };
+}
+
+export async function startFloor(): Promise<Proc> {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-floor-'));
+  const unix = join(dir, 'floor.sock');
+  const proc = spawn(process.execPath, [join(ROOT, 'bench/floor-server.mjs'), unix], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const m = await waitForLine(proc, /port (\d+)/, 'floor server');
+  return { unix, tcp: { host: '127.0.0.1', port: Number(m[1]) }, proc, stop: stopper(proc, () => rmSync(dir, { recursive: true, force: true })) };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePromise) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolvePromise(port));
+    });
+  });
+}
+
+/** Redis, when `redis-server` is on the PATH; null otherwise. */
+export async function startRedis(): Promise<Proc | null> {
+  if (spawnSync('sh', ['-c', 'command -v redis-server']).status !== 0) return null;
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-redis-'));
+  const unix = join(dir, 'redis.sock');
+  const port = await freePort();
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--unixsocket', unix, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  await waitForLine(proc, /Ready to accept connections/, 'redis-server');
+  return { unix, tcp: { host: '127.0.0.1', port }, proc, stop: stopper(proc, () => rmSync(dir, { recursive: true, force: true })) };
+}

@@ -7,6 +7,7 @@ import { StopReason, zeroUsage, type ToolCall, type ToolChoice, type Usage } fro
 import type { AgentConfig } from '../shared/config.ts';
 import type { Message, Model } from './models/types.ts';
 import { runTools, type ToolSet } from './tools.ts';
+import type { Cancellation } from './cancellation.ts';
 
 export type Emit = (event: string, body: Record<string, unknown>) => void;
 
@@ -22,7 +23,7 @@ export interface LoopInput {
   messages: readonly Message[];
   tools: ToolSet;
   toolChoice: ToolChoice | null;
-  signal: AbortSignal;
+  cancel: Cancellation;
   emit: Emit;
 }
 
@@ -47,13 +48,8 @@ function addUsage(total: Usage, step: Usage): void {
   }
 }
 
-export function reasonOf(signal: AbortSignal): string {
-  const r: unknown = signal.reason;
-  return r instanceof Error ? r.message : typeof r === 'string' ? r : 'cancelled';
-}
-
 export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
-  const { agent, signal, emit } = input;
+  const { agent, cancel, emit } = input;
   const produced: Message[] = [];
   const usage = zeroUsage();
   let finalText = '';
@@ -83,7 +79,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
 
   try {
     for (let iteration = 0; iteration < input.config.max_iterations; iteration++) {
-      signal.throwIfAborted();
+      cancel.throwIfAborted();
       stepText = '';
       const calls: ToolCall[] = [];
       let stepUsage: Usage | null = null;
@@ -92,10 +88,10 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
         tools: [...input.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
         toolChoice: input.toolChoice,
         agent: input.config,
-        signal,
+        cancel,
       });
       for await (const ev of stream) {
-        signal.throwIfAborted();
+        cancel.throwIfAborted();
         switch (ev.type) {
           case 'text':
             openSegment('text');
@@ -126,7 +122,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       }
 
       emit('tool_start', { calls });
-      const results = await runTools(input.tools, calls, { agent, sender: input.sender, signal }, (r) =>
+      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, (r) =>
         emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error }),
       );
       emit('tools_complete', {});
@@ -141,7 +137,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   } catch (err) {
     closeSegment();
     if (stepText !== '') produced.push(assistant(stepText));
-    if (signal.aborted) return result(StopReason.Cancelled, reasonOf(signal));
+    if (cancel.aborted) return result(StopReason.Cancelled, cancel.reason);
     return result(StopReason.Error, err instanceof Error ? err.message : String(err));
   }
 }

@@ -5,13 +5,14 @@
 import type { TurnRequest } from '../shared/threads.ts';
 import { Fifo } from './fifo.ts';
 import type { Message } from './models/types.ts';
+import type { Cancellation } from './cancellation.ts';
 
 export const TITLE_CHARS = 80;
 
 /** A turn from arrival to its last frame. */
 export interface Turn {
   readonly req: TurnRequest;
-  readonly abort: AbortController;
+  readonly cancel: Cancellation;
   /** null for ephemeral turns, which belong to no conversation. */
   readonly conv: Conversation | null;
 }

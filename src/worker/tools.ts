@@ -5,11 +5,13 @@
  */
 import type { ToolCall } from '../shared/protocol.ts';
 import type { ToolSpec } from './models/types.ts';
+import type { Cancellation } from './cancellation.ts';
 
 export interface ToolContext {
   agent: string;
   sender: string;
-  signal: AbortSignal;
+  /** Aborted when the turn is cancelled. */
+  readonly signal: AbortSignal;
 }
 
 export interface Tool extends ToolSpec {
@@ -60,17 +62,19 @@ async function runOne(tools: ToolSet, call: ToolCall, ctx: ToolContext): Promise
 export async function runTools(
   tools: ToolSet,
   calls: readonly ToolCall[],
-  ctx: ToolContext,
+  who: { agent: string; sender: string },
+  cancel: Cancellation,
   onResult: (result: ToolResult) => void,
 ): Promise<ToolResult[]> {
+  const ctx: ToolContext = { ...who, get signal() { return cancel.signal; } };
   const results = await Promise.all(
     calls.map((call) =>
       runOne(tools, call, ctx).then((r) => {
-        if (!ctx.signal.aborted) onResult(r);
+        if (!cancel.aborted) onResult(r);
         return r;
       }),
     ),
   );
-  ctx.signal.throwIfAborted();
+  cancel.throwIfAborted();
   return results;
 }

@@ -15,6 +15,7 @@ import { modelFor } from './models/index.ts';
 import type { Message } from './models/types.ts';
 import type { Outbox } from './outbox.ts';
 import { NO_TOOLS } from './tools.ts';
+import { Cancellation } from './cancellation.ts';
 import { TurnReply } from './turn-reply.ts';
 
 /** Why a turn was cancelled; becomes `end.error`. */
@@ -65,7 +66,7 @@ export class TurnScheduler {
 
     if (req.ephemeral) {
       // An ephemeral turn has a fresh history and stores nothing, so it waits for no one.
-      const turn: Turn = { req, abort: new AbortController(), conv: null };
+      const turn: Turn = { req, cancel: new Cancellation(), conv: null };
       this.#track(turn);
       void this.#run(turn, reply);
       return;
@@ -83,7 +84,7 @@ export class TurnScheduler {
       }
       if (req.onBusy === 'interrupt') this.#cancelConversation(conv, CancelReason.Interrupt);
     }
-    const turn: Turn = { req, abort: new AbortController(), conv };
+    const turn: Turn = { req, cancel: new Cancellation(), conv };
     this.#track(turn);
     conv.queue.push(turn);
     this.#pump(conv);
@@ -114,7 +115,7 @@ export class TurnScheduler {
   }
 
   async #run(turn: Turn, reply: TurnReply): Promise<void> {
-    const { req, abort, conv } = turn;
+    const { req, cancel, conv } = turn;
     const answering = req.guest ?? req.agent;
     reply.start(answering);
     try {
@@ -140,7 +141,7 @@ export class TurnScheduler {
         messages: [...history, user],
         tools: NO_TOOLS, // guests never get tools; agents get theirs with the harness (issue 4)
         toolChoice: req.toolChoice,
-        signal: abort.signal,
+        cancel,
         emit: reply.event,
       });
       conv?.append([user, ...result.produced]);
@@ -167,7 +168,7 @@ export class TurnScheduler {
   }
 
   #cancelConversation(conv: Conversation, reason: string): void {
-    conv.running?.abort.abort(new Error(reason));
+    conv.running?.cancel.cancel(reason);
     for (const turn of conv.queue.drain()) this.#cancelQueued(turn, reason);
   }
 
@@ -186,7 +187,7 @@ export class TurnScheduler {
     if (turns === undefined) return;
     const convs = new Set<Conversation>();
     for (const turn of turns) {
-      if (turn.conv === null || turn.conv.running === turn) turn.abort.abort(new Error(CancelReason.Disconnect));
+      if (turn.conv === null || turn.conv.running === turn) turn.cancel.cancel(CancelReason.Disconnect);
       else convs.add(turn.conv);
     }
     for (const conv of convs) {
@@ -198,7 +199,7 @@ export class TurnScheduler {
     this.#shuttingDown = true;
     for (const conv of this.#conversations.values()) this.#cancelConversation(conv, CancelReason.Shutdown);
     for (const turns of this.#turnsByConn.values()) {
-      for (const turn of turns) if (turn.conv === null) turn.abort.abort(new Error(CancelReason.Shutdown));
+      for (const turn of turns) if (turn.conv === null) turn.cancel.cancel(CancelReason.Shutdown);
     }
   }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { countWords, EchoModel, wordChunks } from '../../src/worker/models/echo.ts';
 import type { ModelEvent } from '../../src/worker/models/types.ts';
+import { Cancellation } from '../../src/worker/cancellation.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
 
 describe('echo model', () => {
@@ -21,7 +22,7 @@ describe('echo model', () => {
       tools: [],
       toolChoice: null,
       agent: validateAgentConfig({}, 'test', 'a'),
-      signal: new AbortController().signal,
+      cancel: new Cancellation(),
     })) out.push(ev);
     return out;
   }
@@ -37,11 +38,11 @@ describe('echo model', () => {
   });
 
   it('stops when aborted during a delay', async () => {
-    const ac = new AbortController();
+    const ac = new Cancellation();
     const model = new EchoModel();
-    const it = model.stream({ messages: [{ role: 'user', content: 'a b c' }], tools: [], toolChoice: null, agent: validateAgentConfig({ echo: { delay_ms: 10_000 } }, 't', 'a'), signal: ac.signal })[Symbol.asyncIterator]();
+    const it = model.stream({ messages: [{ role: 'user', content: 'a b c' }], tools: [], toolChoice: null, agent: validateAgentConfig({ echo: { delay_ms: 10_000 } }, 't', 'a'), cancel: ac })[Symbol.asyncIterator]();
     const next = it.next();
-    ac.abort(new Error('stop'));
+    ac.cancel('stop');
     await expect(next).rejects.toThrow();
   });
 });

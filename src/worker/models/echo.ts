@@ -25,6 +25,15 @@ export function countWords(text: string): number {
   return n;
 }
 
+/** Word counts of history messages, computed once each: a turn re-sends the whole history. */
+const wordCache = new WeakMap<Message, number>();
+
+function wordsOf(m: Message): number {
+  let n = wordCache.get(m);
+  if (n === undefined) wordCache.set(m, (n = countWords(m.content)));
+  return n;
+}
+
 /** Splits text into word chunks that concatenate back to it exactly. */
 export function wordChunks(text: string): string[] {
   const chunks = text.match(/\S+\s*/g);
@@ -56,14 +65,14 @@ export class EchoModel implements Model {
   readonly name = 'echo';
 
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    const { messages, signal, agent } = request;
+    const { messages, cancel, agent } = request;
     let prompt = 0;
-    for (const m of messages) prompt += countWords(m.content);
+    for (const m of messages) prompt += wordsOf(m);
     const { toolOutputs, user } = lastTurnInput(messages);
 
     const call = toolOutputs === null ? CALL.exec(user.trim()) : null;
     if (call !== null) {
-      signal.throwIfAborted();
+      cancel.throwIfAborted();
       const step = messages.filter((m) => m.role === 'assistant' && m.tool_calls !== undefined).length;
       yield { type: 'tool_call', call: { id: `call_${step + 1}_1`, name: call[1]!, arguments: call[2]!.trim() || '{}' } };
       yield { type: 'usage', usage: { prompt_tokens: prompt, completion_tokens: 0, total_tokens: prompt } };
@@ -74,8 +83,8 @@ export class EchoModel implements Model {
     const { delay_ms: delayMs, cpu_us: cpuUs } = agent.echo;
     let produced = 0;
     for (const chunk of wordChunks(text)) {
-      if (delayMs > 0) await sleep(delayMs, undefined, { signal });
-      signal.throwIfAborted();
+      if (delayMs > 0) await sleep(delayMs, undefined, { signal: cancel.signal });
+      cancel.throwIfAborted();
       burnCpu(cpuUs);
       produced++;
       yield { type: 'text', delta: chunk };

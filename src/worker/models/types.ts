@@ -1,9 +1,10 @@
 /**
  * The provider interface every model implements. A model streams events and
- * stops at its next await when `signal` aborts.
+ * stops at its next await once the turn is cancelled.
  */
 import type { AgentConfig } from '../../shared/config.ts';
 import type { ToolCall, ToolChoice, Usage } from '../../shared/protocol.ts';
+import type { Cancellation } from '../cancellation.ts';
 
 export interface Message {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -34,7 +35,8 @@ export interface ModelRequest {
   tools: readonly ToolSpec[];
   toolChoice: ToolChoice | null;
   agent: AgentConfig;
-  signal: AbortSignal;
+  /** Check `aborted` between steps; pass `cancel.signal` to anything that waits. */
+  cancel: Cancellation;
 }
 
 export interface Model {

@@ -1,0 +1,95 @@
+/**
+ * The one database, $AGENTD_HOME/agentd.db: how every thread opens it and
+ * how its schema moves forward. Each thread has its own connection (a
+ * better-sqlite3 Database cannot cross threads). WAL lets shards write while
+ * readers search; synchronous=NORMAL keeps commits off fsync but a crash
+ * (even kill -9) still loses at most uncommitted turns.
+ */
+import Database from 'better-sqlite3';
+
+export type Db = Database.Database;
+
+const BUSY_TIMEOUT_MS = 5_000;
+
+/** Each entry moves the schema from version i to i+1. Never edit a released step: add one. */
+const MIGRATIONS: readonly string[] = [
+  // 1: conversations, their messages, and full-text search over what may be searched.
+  `
+  CREATE TABLE conversations (
+    id          INTEGER PRIMARY KEY,
+    agent       TEXT NOT NULL,
+    sender      TEXT NOT NULL,
+    title       TEXT NOT NULL DEFAULT '',
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    -- the latest compaction: the model sees this summary instead of messages [0, summary_upto)
+    summary       TEXT,
+    summary_upto  INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (agent, sender)
+  );
+  CREATE TABLE messages (
+    id              INTEGER PRIMARY KEY,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    idx             INTEGER NOT NULL,
+    role            TEXT NOT NULL,
+    content         TEXT NOT NULL,
+    agent           TEXT,
+    tool_calls      TEXT,
+    tool_call_id    TEXT,
+    name            TEXT,
+    is_error        INTEGER NOT NULL DEFAULT 0,
+    created_at      TEXT NOT NULL,
+    UNIQUE (conversation_id, idx)
+  );
+  -- Searchable text only: user text, assistant text, tool names. Never tool
+  -- results or tool-call arguments (they may hold secrets). rowid = messages.id.
+  CREATE VIRTUAL TABLE messages_fts USING fts5(user_text, assistant_text, tool_names, tokenize = 'unicode61 remove_diacritics 2');
+  -- Title and compaction summary, rowid = conversations.id: a match here lifts the conversation.
+  CREATE VIRTUAL TABLE conversations_fts USING fts5(title, summary, tokenize = 'unicode61 remove_diacritics 2');
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export class SchemaError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SchemaError';
+  }
+}
+
+export function openDatabase(path: string, options: { readonly?: boolean } = {}): Db {
+  const db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  if (!options.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+  }
+  return db;
+}
+
+/**
+ * Brings the schema to SCHEMA_VERSION, each step in its own transaction. A
+ * database written by a newer agentd is refused and left untouched.
+ */
+export function migrate(db: Db, path: string): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) {
+    throw new SchemaError(
+      `${path} has schema version ${current}, newer than this agentd understands (${SCHEMA_VERSION}); it was not modified. Run a newer agentd, or point --home elsewhere.`,
+    );
+  }
+  for (let v = current; v < SCHEMA_VERSION; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}
+
+/** Wall-clock time as RFC 3339, the protocol's timestamp form. */
+export function now(): string {
+  return new Date().toISOString();
+}

@@ -76,6 +76,9 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     shutdownGraceMs: file.shutdown_grace_ms ?? DEFAULTS.shutdownGraceMs,
     defaultSender: file.default_sender ?? DEFAULTS.defaultSender,
     logLevel: flags.logLevel ?? env.AGENTD_LOG_LEVEL ?? file.log_level ?? DEFAULTS.logLevel,
+    persist: file.persist ?? DEFAULTS.persist,
+    memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
+    readers: file.readers ?? DEFAULTS.readers,
     agents: file.agents ?? defaultAgents(),
     configFile,
   });

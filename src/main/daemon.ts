@@ -18,6 +18,8 @@ import { Connection, type ConnectionHost } from './connection.ts';
 import { createDispatch, type Dispatch } from './dispatch.ts';
 import { closeServer, listenTcp, listenUnix } from './listeners.ts';
 import { ShardPool } from './shard-pool.ts';
+import { ReaderPool } from './reader-pool.ts';
+import { migrate, openDatabase } from '../shared/db.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, "Testing"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -35,6 +37,7 @@ export class Daemon implements ConnectionHost {
   readonly #connections = new Map<number, Connection>();
   readonly #servers: Server[] = [];
   #pool: ShardPool | null = null;
+  #readers: ReaderPool | null = null;
   #dispatch: Dispatch | null = null;
   #nextConnId = 1;
   #closing = false;
@@ -62,11 +65,23 @@ export class Daemon implements ConnectionHost {
     mkdirSync(config.home, { recursive: true, mode: 0o700 });
     const agents = new AgentRegistry(config.agents, DEFAULT_AGENT_NAME);
     const crashToken = process.env[CRASH_TOKEN_ENV] || null;
+    const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
+    if (dbPath !== null) {
+      // Start-up is the one time main touches the database synchronously.
+      const db = openDatabase(dbPath);
+      try {
+        migrate(db, dbPath);
+      } finally {
+        db.close();
+      }
+      this.#readers = new ReaderPool(config.readers);
+    }
+    const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
     if (crashToken !== null) this.log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
 
     const pool = new ShardPool({
       count: config.workers,
-      init: (index) => ({ index, shards: config.workers, agents: agents.all(), logLevel: config.logLevel, crashToken }),
+      init: (index) => ({ index, shards: config.workers, agents: agents.all(), logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard }),
       deliver: (conn, frames) => this.#connections.get(conn)?.write(frames),
       log: this.log,
     });
@@ -75,6 +90,7 @@ export class Daemon implements ConnectionHost {
 
     this.#dispatch = createDispatch({
       pool,
+      readers: this.#readers === null || dbPath === null ? null : { pool: this.#readers, dbPath },
       agents,
       defaultSender: config.defaultSender,
       startedAt: Date.now(),
@@ -142,6 +158,7 @@ export class Daemon implements ConnectionHost {
     await Promise.all([...this.#connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
     for (const server of this.#servers) if (server.listening) server.close();
     await this.#pool?.close();
+    await this.#readers?.close();
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
   }
 }

@@ -7,11 +7,13 @@
  */
 import { AgentdError, Code, toWireError } from '../shared/errors.ts';
 import { isPlainMap, nonEmptyStr, optBool, optEnum, optStr, optUint, refuse, str, type Args } from '../shared/args.ts';
-import { OnBusy, type ToolChoice } from '../shared/protocol.ts';
+import { OnBusy, SEARCH_LIMITS, type ToolChoice } from '../shared/protocol.ts';
 import type { TurnRequest } from '../shared/threads.ts';
 import { VERSION } from '../shared/version.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { ShardPool } from './shard-pool.ts';
+import type { ReaderPool } from './reader-pool.ts';
+import type { ReaderTask } from '../shared/threads.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester {
@@ -23,6 +25,8 @@ export interface Requester {
 
 export interface DispatchContext {
   pool: ShardPool;
+  /** Read-only queries of stored data; null when persistence is off. */
+  readers: { pool: ReaderPool; dbPath: string } | null;
   agents: AgentRegistry;
   defaultSender: string;
   startedAt: number;
@@ -45,7 +49,6 @@ interface OpSpec {
 
 /** Operations of PROTOCOL.md that this version does not serve yet. */
 const NOT_YET = [
-  'compact', 'list_conversations', 'get_conversation_history', 'delete_conversation', 'search_sessions',
   'create_agent', 'update_agent', 'delete_agent', 'list_skills', 'get_skill', 'set_active_model',
   'subscribe_events', 'close', 'subscribe_event', 'unsubscribe_event', 'list_subscriptions', 'publish_event',
 ];
@@ -103,6 +106,45 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
     if (!agents.has(agent)) throw new AgentdError(Code.NotFound, `no conversation for agent "${agent}" and sender "${s}"`);
     pool.request(pool.shardFor(agent, s), { t: 'kill', conn: from.id, req, agent, sender: s }, 'rr');
     return ROUTED;
+  });
+  op('compact', (from, req, args) => {
+    const agent = knownAgent('compact', args);
+    const s = sender('compact', args);
+    pool.request(pool.shardFor(agent, s), { t: 'compact', conn: from.id, req, agent, sender: s, prompt: optStr('compact', args, 'prompt') || null }, 'rr');
+    return ROUTED;
+  });
+  for (const [name, t] of [['get_conversation_history', 'history'], ['delete_conversation', 'delete']] as const) {
+    op(name, (from, req, args) => {
+      const agent = knownAgent(name, args);
+      const s = sender(name, args);
+      pool.request(pool.shardFor(agent, s), { t, conn: from.id, req, agent, sender: s }, 'rr');
+      return ROUTED;
+    });
+  }
+  const readers = ctx.readers;
+  const read = (task: Omit<ReaderTask, 'dbPath'>, empty: unknown): Promise<unknown> | unknown =>
+    readers === null ? empty : readers.pool.run({ ...task, dbPath: readers.dbPath } as ReaderTask);
+  op('list_conversations', (_from, _req, args) =>
+    read(
+      { op: 'list_conversations', agent: optStr('list_conversations', args, 'agent') || null, sender: optStr('list_conversations', args, 'sender') || null },
+      { conversation_list: { conversations: [] } },
+    ),
+  );
+  op('search_sessions', (_from, _req, args) => {
+    const o = 'search_sessions';
+    const query = str(o, args, 'query');
+    const limit = Math.min(SEARCH_LIMITS.maxLimit, Math.max(1, optUint(o, args, 'limit') ?? SEARCH_LIMITS.defaultLimit));
+    const task = {
+      op: o,
+      query,
+      limit,
+      contextBefore: optUint(o, args, 'context_before') ?? SEARCH_LIMITS.defaultContext,
+      contextAfter: optUint(o, args, 'context_after') ?? SEARCH_LIMITS.defaultContext,
+      agent: optStr(o, args, 'agent') || null,
+      sender: optStr(o, args, 'sender') || null,
+    } as const;
+    if (query.trim() === '') return { session_hits: { hits: [] } };
+    return read(task, { session_hits: { hits: [] } });
   });
   op('get_stats', async () => {
     const active = await pool.activeConversations(null, null);

@@ -47,6 +47,12 @@ export interface ResolvedConfig {
   shutdownGraceMs: number;
   defaultSender: string;
   logLevel: string;
+  /** false only for benchmarks: nothing is stored, nothing survives a restart. */
+  persist: boolean;
+  /** Idle conversations kept in memory across all shards before the least recently used are evicted. */
+  memoryConversations: number;
+  /** Threads serving read-only queries (list_conversations, search_sessions). */
+  readers: number;
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
@@ -60,6 +66,9 @@ export const DEFAULTS = {
   shutdownGraceMs: 5_000,
   defaultSender: 'user',
   logLevel: 'warn',
+  persist: true,
+  memoryConversations: 10_000,
+  readers: 2,
 } as const;
 
 export class ConfigError extends Error {
@@ -101,12 +110,15 @@ export interface FileSettings {
   shutdown_grace_ms?: number;
   default_sender?: string;
   log_level?: string;
+  persist?: boolean;
+  memory_conversations?: number;
+  readers?: number;
   agents?: Record<string, AgentConfig>;
 }
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'max_body_bytes', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'agents',
+  'shutdown_grace_ms', 'default_sender', 'log_level', 'persist', 'memory_conversations', 'readers', 'agents',
 ];
 const AGENT_KEYS = ['model', 'description', 'max_iterations', 'echo'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
@@ -169,6 +181,12 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
     if (!LOG_LEVELS.includes(level)) throw new ConfigError(source, 'log_level', `must be one of ${LOG_LEVELS.join(', ')}`);
     out.log_level = level;
   }
+  if (raw.persist !== undefined) {
+    if (typeof raw.persist !== 'boolean') throw new ConfigError(source, 'persist', `must be true or false, got ${JSON.stringify(raw.persist)}`);
+    out.persist = raw.persist;
+  }
+  if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
+  if (raw.readers !== undefined) out.readers = positiveInt(raw.readers, source, 'readers');
   if (raw.agents !== undefined) {
     if (!isPlainMap(raw.agents)) throw new ConfigError(source, 'agents', 'must be an object of name -> agent config');
     const agents: Record<string, AgentConfig> = {};

@@ -51,3 +51,6 @@ export interface EndEvent {
 export const DEFAULT_SENDER = 'user';
 
 export const PROTOCOL_VERSION = 1;
+
+/** search_sessions bounds (PROTOCOL §4). */
+export const SEARCH_LIMITS = { defaultLimit: 5, maxLimit: 20, defaultContext: 4, maxWindow: 16, snippetBytes: 1024 } as const;

@@ -10,6 +10,10 @@ import type { OnBusy, ToolChoice } from './protocol.ts';
 export interface ShardInit {
   index: number;
   shards: number;
+  /** The database file, or null when persistence is off (benchmarks only). */
+  dbPath: string | null;
+  /** Idle conversations this shard keeps in memory before evicting the least recently used. */
+  memoryConversations: number;
   agents: Record<string, AgentConfig>;
   logLevel: string;
   /** Test-only fault injection (AGENTD_TEST_CRASH_TOKEN); null in production. */
@@ -40,6 +44,25 @@ export interface KillRequest {
   sender: string;
 }
 
+/** Summarize the pair's history; runs in the pair's FIFO like a turn. */
+export interface CompactRequest {
+  t: 'compact';
+  conn: number;
+  req: number;
+  agent: string;
+  sender: string;
+  prompt: string | null;
+}
+
+/** `get_conversation_history` and `delete_conversation`: pair operations answered by the pair's shard. */
+export interface PairRequest {
+  t: 'history' | 'delete';
+  conn: number;
+  req: number;
+  agent: string;
+  sender: string;
+}
+
 /** The connection closed: cancel its running and queued turns. */
 export interface ConnClosed {
   t: 'conn_closed';
@@ -64,7 +87,7 @@ export interface ShutdownRequest {
   t: 'shutdown';
 }
 
-export type ToShard = TurnRequest | KillRequest | ConnClosed | ActiveQuery | AgentsUpdate | ShutdownRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | AgentsUpdate | ShutdownRequest;
 
 export interface ActiveConversation {
   agent: string;
@@ -104,3 +127,17 @@ export interface ShardReady {
 export type FromShard = FrameBatch | ShardReady;
 
 export const SECTION_HEADER_BYTES = 8;
+
+/** A read-only query run by the reader pool. */
+export type ReaderTask =
+  | { op: 'list_conversations'; dbPath: string; agent: string | null; sender: string | null }
+  | {
+      op: 'search_sessions';
+      dbPath: string;
+      query: string;
+      limit: number;
+      contextBefore: number;
+      contextAfter: number;
+      agent: string | null;
+      sender: string | null;
+    };

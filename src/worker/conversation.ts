@@ -1,34 +1,63 @@
 /**
- * One conversation held by a shard: its history, its FIFO of waiting turns
- * and the turn running now. Turns of one pair run one at a time, in order.
+ * One conversation held by a shard: what the model sees of its history, its
+ * FIFO of waiting jobs (turns and compactions) and the job running now. Jobs
+ * of one pair run one at a time, in the order they arrived.
  */
-import type { TurnRequest } from '../shared/threads.ts';
+import type { CompactRequest, TurnRequest } from '../shared/threads.ts';
 import { Fifo } from './fifo.ts';
 import type { Message } from './models/types.ts';
 import type { Cancellation } from './cancellation.ts';
+import type { StoredConversation } from './store.ts';
 
 export const TITLE_CHARS = 80;
+export const SUMMARY_PREFIX = 'Summary of the conversation so far:\n';
 
 /** A turn from arrival to its last frame. */
 export interface Turn {
+  readonly kind: 'turn';
   readonly req: TurnRequest;
   readonly cancel: Cancellation;
   /** null for ephemeral turns, which belong to no conversation. */
   readonly conv: Conversation | null;
 }
 
+export interface CompactJob {
+  readonly kind: 'compact';
+  readonly req: CompactRequest;
+  readonly cancel: Cancellation;
+  readonly conv: Conversation;
+}
+
+export type Job = Turn | CompactJob;
+
 export class Conversation {
   readonly agent: string;
   readonly sender: string;
-  readonly createdAt = Date.now();
-  readonly history: Message[] = [];
+  readonly createdAt: number;
+  /** Row id once stored; null until the first turn is written (or with persistence off). */
+  dbId: number | null = null;
+  /** Messages stored so far (the next message's index). */
+  stored = 0;
+  /** What the model sees: the summary (if compacted) then the messages since. */
+  history: Message[] = [];
   title = '';
-  running: Turn | null = null;
-  readonly queue = new Fifo<Turn>();
+  running: Job | null = null;
+  /** Settles when the running job has sent its last frame. */
+  runningDone: Promise<void> | null = null;
+  readonly queue = new Fifo<Job>();
+  /** Set by delete: nothing more is written for it. */
+  deleted = false;
 
-  constructor(agent: string, sender: string) {
+  constructor(agent: string, sender: string, stored: StoredConversation | null = null) {
     this.agent = agent;
     this.sender = sender;
+    this.createdAt = stored === null ? Date.now() : Date.parse(stored.createdAt);
+    if (stored !== null) {
+      this.dbId = stored.id;
+      this.stored = stored.messageCount;
+      this.title = stored.title;
+      this.history = stored.summary === null ? stored.recent : [summaryMessage(stored.summary), ...stored.recent];
+    }
   }
 
   get busy(): boolean {
@@ -41,7 +70,17 @@ export class Conversation {
       if (this.title === '' && m.role === 'user') this.title = m.content.slice(0, TITLE_CHARS);
       this.history.push(m);
     }
+    this.stored += messages.length;
   }
+
+  /** After a compaction the model sees the summary instead of everything before it. */
+  compacted(summary: string): void {
+    this.history = [summaryMessage(summary)];
+  }
+}
+
+export function summaryMessage(summary: string): Message {
+  return { role: 'system', content: SUMMARY_PREFIX + summary };
 }
 
 export function pairKey(agent: string, sender: string): string {

@@ -1,19 +1,22 @@
 /**
  * Shard entry point: one worker thread owning the conversations of the pairs
- * that hash to it. It takes batches of messages from main, and sends back
- * batches of ready-encoded frames (see Outbox).
+ * that hash to it, with its own database connection. It takes batches of
+ * messages from main, and sends back batches of ready-encoded frames.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { FromShard, ShardInit, ToShard } from '../shared/threads.ts';
 import { createLogger } from '../shared/log.ts';
+import { openDatabase } from '../shared/db.ts';
 import { Outbox } from './outbox.ts';
+import { ConversationStore } from './store.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
 const log = createLogger(init.logLevel, { shard: init.index });
 const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
-const scheduler = new TurnScheduler(outbox, init.agents, log);
+const store = init.dbPath === null ? null : new ConversationStore(openDatabase(init.dbPath));
+const scheduler = new TurnScheduler({ outbox, agents: init.agents, log, store, memoryConversations: init.memoryConversations });
 
 port.on('message', (batch: ToShard[]) => {
   for (const msg of batch) {

@@ -1,44 +1,62 @@
 /**
- * A shard's conversations and the turns running in them. Every message for a
- * pair arrives here in the order main received it: turns join their pair's
- * FIFO, and `kill` or a closed connection cancels from the same ordered
- * stream, so a cancel can never overtake the turn it targets.
+ * A shard's conversations and the jobs running in them. Every message for a
+ * pair arrives here in the order main received it: turns and compactions join
+ * their pair's FIFO, and `kill`, `delete` or a closed connection act on the
+ * same ordered stream, so a cancel can never overtake the turn it targets.
  */
 import type { AgentConfig } from '../shared/config.ts';
 import { Code } from '../shared/errors.ts';
 import { StopReason, zeroUsage } from '../shared/protocol.ts';
-import type { ActiveConversation, ActiveQuery, KillRequest, ToShard, TurnRequest } from '../shared/threads.ts';
+import type { ActiveConversation, ActiveQuery, CompactRequest, KillRequest, PairRequest, ToShard, TurnRequest } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
 import { runAgentLoop } from './agent-loop.ts';
-import { Conversation, pairKey, type Turn } from './conversation.ts';
+import { Conversation, pairKey, type CompactJob, type Job, type Turn } from './conversation.ts';
 import { modelFor } from './models/index.ts';
 import type { Message } from './models/types.ts';
 import type { Outbox } from './outbox.ts';
+import type { ConversationStore } from './store.ts';
 import { NO_TOOLS } from './tools.ts';
-import { Cancellation } from './cancellation.ts';
 import { TurnReply } from './turn-reply.ts';
+import { Cancellation } from './cancellation.ts';
+import { summarize } from './compaction.ts';
 
-/** Why a turn was cancelled; becomes `end.error`. */
+/** Why a job was cancelled; becomes `end.error`. */
 export const CancelReason = {
   Kill: 'cancelled by kill',
   Interrupt: 'interrupted by a newer turn',
   Disconnect: 'connection closed',
   Shutdown: 'shutting down',
+  Deleted: 'conversation deleted',
 } as const;
+
+export interface SchedulerOptions {
+  outbox: Outbox;
+  agents: Record<string, AgentConfig>;
+  log: Logger;
+  /** null: persistence is off (benchmarks); nothing is written or evicted. */
+  store: ConversationStore | null;
+  /** Idle conversations kept in memory; beyond it the least recently used are evicted. */
+  memoryConversations: number;
+}
 
 export class TurnScheduler {
   readonly #outbox: Outbox;
   readonly #log: Logger;
+  readonly #store: ConversationStore | null;
+  readonly #memoryBudget: number;
+  /** In least-recently-used order: a touched conversation moves to the end. */
   readonly #conversations = new Map<string, Conversation>();
-  /** Open turns per connection, so a disconnect cancels them without a scan. */
-  readonly #turnsByConn = new Map<number, Set<Turn>>();
+  /** Open jobs per connection, so a disconnect cancels them without a scan. */
+  readonly #jobsByConn = new Map<number, Set<Job>>();
   #agents: Record<string, AgentConfig>;
   #shuttingDown = false;
 
-  constructor(outbox: Outbox, agents: Record<string, AgentConfig>, log: Logger) {
-    this.#outbox = outbox;
-    this.#agents = agents;
-    this.#log = log;
+  constructor(opts: SchedulerOptions) {
+    this.#outbox = opts.outbox;
+    this.#agents = opts.agents;
+    this.#log = opts.log;
+    this.#store = opts.store;
+    this.#memoryBudget = opts.memoryConversations;
   }
 
   handle(msg: ToShard): void {
@@ -47,6 +65,12 @@ export class TurnScheduler {
         return this.#turn(msg);
       case 'kill':
         return this.#kill(msg);
+      case 'compact':
+        return this.#compact(msg);
+      case 'history':
+        return this.#history(msg);
+      case 'delete':
+        return this.#delete(msg);
       case 'conn_closed':
         return this.#connClosed(msg.conn);
       case 'query':
@@ -59,6 +83,43 @@ export class TurnScheduler {
     }
   }
 
+  #reply(req: { conn: number; req: number }, value: unknown): void {
+    this.#outbox.frame(req.conn, req.req, true, value);
+  }
+
+  #error(req: { conn: number; req: number }, code: number, message: string): void {
+    this.#reply(req, { error: { code, message } });
+  }
+
+  /** The pair's conversation: in memory, else from storage, else (when `create`) new. Marks it recently used. */
+  #conversation(agent: string, sender: string, create: boolean): Conversation | null {
+    const key = pairKey(agent, sender);
+    let conv = this.#conversations.get(key);
+    if (conv !== undefined) {
+      this.#conversations.delete(key);
+      this.#conversations.set(key, conv);
+      return conv;
+    }
+    const stored = this.#store?.load(agent, sender) ?? null;
+    if (stored === null && !create) return null;
+    conv = new Conversation(agent, sender, stored);
+    this.#conversations.set(key, conv);
+    return conv;
+  }
+
+  /** Drops least-recently-used idle conversations beyond the budget; they come back from storage. */
+  #evict(): void {
+    if (this.#store === null) return;
+    let excess = this.#conversations.size - this.#memoryBudget;
+    if (excess <= 0) return;
+    for (const [key, conv] of this.#conversations) {
+      if (excess <= 0) break;
+      if (conv.busy) continue; // a running or queued conversation is never evicted
+      this.#conversations.delete(key);
+      excess--;
+    }
+  }
+
   #turn(req: TurnRequest): void {
     const reply = new TurnReply(this.#outbox, req);
     if (this.#shuttingDown) return reply.error(Code.ShuttingDown, 'the daemon is shutting down');
@@ -66,41 +127,48 @@ export class TurnScheduler {
 
     if (req.ephemeral) {
       // An ephemeral turn has a fresh history and stores nothing, so it waits for no one.
-      const turn: Turn = { req, cancel: new Cancellation(), conv: null };
+      const turn: Turn = { kind: 'turn', req, cancel: new Cancellation(), conv: null };
       this.#track(turn);
-      void this.#run(turn, reply);
+      void this.#runTurn(turn, reply);
       return;
     }
 
-    const key = pairKey(req.agent, req.sender);
-    let conv = this.#conversations.get(key);
-    if (conv === undefined) {
-      conv = new Conversation(req.agent, req.sender);
-      this.#conversations.set(key, conv);
-    }
+    const conv = this.#conversation(req.agent, req.sender, true)!;
     if (conv.busy) {
       if (req.onBusy === 'reject') {
         return reply.error(Code.Conflict, `agent "${req.agent}" is busy with sender "${req.sender}"`);
       }
       if (req.onBusy === 'interrupt') this.#cancelConversation(conv, CancelReason.Interrupt);
     }
-    const turn: Turn = { req, cancel: new Cancellation(), conv };
-    this.#track(turn);
-    conv.queue.push(turn);
-    this.#pump(conv);
+    this.#enqueue({ kind: 'turn', req, cancel: new Cancellation(), conv });
   }
 
-  #track(turn: Turn): void {
-    let set = this.#turnsByConn.get(turn.req.conn);
-    if (set === undefined) this.#turnsByConn.set(turn.req.conn, (set = new Set()));
-    set.add(turn);
+  #compact(req: CompactRequest): void {
+    if (this.#shuttingDown) return this.#error(req, Code.ShuttingDown, 'the daemon is shutting down');
+    const conv = this.#conversation(req.agent, req.sender, false);
+    if (conv === null || (conv.stored === 0 && !conv.busy)) {
+      return this.#error(req, Code.NotFound, `no conversation for agent "${req.agent}" and sender "${req.sender}"`);
+    }
+    this.#enqueue({ kind: 'compact', req, cancel: new Cancellation(), conv });
   }
 
-  #untrack(turn: Turn): void {
-    const set = this.#turnsByConn.get(turn.req.conn);
+  #enqueue(job: Job & { conv: Conversation }): void {
+    this.#track(job);
+    job.conv.queue.push(job);
+    this.#pump(job.conv);
+  }
+
+  #track(job: Job): void {
+    let set = this.#jobsByConn.get(job.req.conn);
+    if (set === undefined) this.#jobsByConn.set(job.req.conn, (set = new Set()));
+    set.add(job);
+  }
+
+  #untrack(job: Job): void {
+    const set = this.#jobsByConn.get(job.req.conn);
     if (set === undefined) return;
-    set.delete(turn);
-    if (set.size === 0) this.#turnsByConn.delete(turn.req.conn);
+    set.delete(job);
+    if (set.size === 0) this.#jobsByConn.delete(job.req.conn);
   }
 
   #pump(conv: Conversation): void {
@@ -108,13 +176,16 @@ export class TurnScheduler {
     const next = conv.queue.shift();
     if (next === undefined) return;
     conv.running = next;
-    void this.#run(next, new TurnReply(this.#outbox, next.req)).finally(() => {
+    const done = next.kind === 'turn' ? this.#runTurn(next, new TurnReply(this.#outbox, next.req)) : this.#runCompact(next);
+    conv.runningDone = done.finally(() => {
       conv.running = null;
+      conv.runningDone = null;
       this.#pump(conv);
+      this.#evict();
     });
   }
 
-  async #run(turn: Turn, reply: TurnReply): Promise<void> {
+  async #runTurn(turn: Turn, reply: TurnReply): Promise<void> {
     const { req, cancel, conv } = turn;
     const answering = req.guest ?? req.agent;
     reply.start(answering);
@@ -131,24 +202,32 @@ export class TurnScheduler {
         return;
       }
       const user: Message = { role: 'user', content: req.content };
-      const history = conv === null ? [] : conv.history;
       const result = await runAgentLoop({
         agent: answering,
         sender: req.sender,
         attributeTo: req.guest,
         config,
         model,
-        messages: [...history, user],
+        messages: conv === null ? [user] : [...conv.history, user],
         tools: NO_TOOLS, // guests never get tools; agents get theirs with the harness (issue 4)
         toolChoice: req.toolChoice,
         cancel,
         emit: reply.event,
       });
-      conv?.append([user, ...result.produced]);
-      reply.end(
-        { agent: answering, error: result.error, model: config.model, usage: result.usage, stop_reason: result.stopReason },
-        result.finalText,
-      );
+      let { stopReason, error } = result;
+      if (conv !== null && !conv.deleted) {
+        const messages = [user, ...result.produced];
+        try {
+          // Stored before `end` is sent: a client that saw `end` can rely on it.
+          if (this.#store !== null) conv.dbId = this.#store.appendTurn(conv, messages);
+          conv.append(messages);
+        } catch (err) {
+          this.#log.error({ err, agent: req.agent }, 'storing a turn failed');
+          stopReason = StopReason.Error;
+          error = `storing the turn failed: ${(err as Error).message}`;
+        }
+      }
+      reply.end({ agent: answering, error, model: config.model, usage: result.usage, stop_reason: stopReason }, result.finalText);
     } catch (err) {
       // The loop reports its own failures; reaching here is a bug, but the request still gets its end.
       this.#log.error({ err, agent: req.agent }, 'turn failed outside the agent loop');
@@ -158,48 +237,107 @@ export class TurnScheduler {
     }
   }
 
-  /** Cancels a queued turn that never ran: `start` then `end`, so every stream has one shape. */
-  #cancelQueued(turn: Turn, reason: string): void {
-    this.#untrack(turn);
-    const reply = new TurnReply(this.#outbox, turn.req);
-    const agent = turn.req.guest ?? turn.req.agent;
+  async #runCompact(job: CompactJob): Promise<void> {
+    const { req, conv, cancel } = job;
+    try {
+      const config = this.#agents[req.agent];
+      if (config === undefined) return this.#error(req, Code.NotFound, `unknown agent "${req.agent}"`);
+      const model = modelFor(config);
+      if (model instanceof Error) return this.#error(req, Code.Internal, model.message);
+      const summary = await summarize(model, config, conv.history, req.prompt, cancel);
+      if (conv.deleted) return this.#error(req, Code.NotFound, 'the conversation was deleted');
+      if (conv.dbId !== null) this.#store?.setSummary(conv.dbId, summary, conv.stored);
+      conv.compacted(summary);
+      this.#reply(req, { compact: { summary } });
+    } catch (err) {
+      if (cancel.aborted) this.#error(req, Code.Cancelled, cancel.reason);
+      else this.#error(req, Code.Internal, `compaction failed: ${(err as Error).message}`);
+    } finally {
+      this.#untrack(job);
+    }
+  }
+
+  /** Cancels a queued job that never ran; a stream still gets `start` then `end`, so every stream has one shape. */
+  #cancelQueued(job: Job, reason: string): void {
+    this.#untrack(job);
+    if (job.kind === 'compact') return this.#error(job.req, Code.Cancelled, reason);
+    const reply = new TurnReply(this.#outbox, job.req);
+    const agent = job.req.guest ?? job.req.agent;
     reply.start(agent);
     reply.end({ agent, error: reason, model: this.#agents[agent]?.model ?? '', usage: zeroUsage(), stop_reason: StopReason.Cancelled }, '');
   }
 
   #cancelConversation(conv: Conversation, reason: string): void {
     conv.running?.cancel.cancel(reason);
-    for (const turn of conv.queue.drain()) this.#cancelQueued(turn, reason);
+    for (const job of conv.queue.drain()) this.#cancelQueued(job, reason);
+  }
+
+  #noConversation(req: { conn: number; req: number; agent: string; sender: string }): void {
+    this.#error(req, Code.NotFound, `no conversation for agent "${req.agent}" and sender "${req.sender}"`);
   }
 
   #kill(req: KillRequest): void {
-    const reply = (value: unknown): void => this.#outbox.frame(req.conn, req.req, true, value);
-    const conv = this.#conversations.get(pairKey(req.agent, req.sender));
+    const key = pairKey(req.agent, req.sender);
+    const conv = this.#conversations.get(key);
     if (conv === undefined) {
-      return reply({ error: { code: Code.NotFound, message: `no conversation for agent "${req.agent}" and sender "${req.sender}"` } });
+      // Nothing runs for a pair that is not in memory; it exists if it was stored.
+      return this.#store?.exists(req.agent, req.sender) ? this.#reply(req, { pong: {} }) : this.#noConversation(req);
     }
     this.#cancelConversation(conv, CancelReason.Kill);
-    reply({ pong: {} });
+    this.#reply(req, { pong: {} });
+  }
+
+  #history(req: PairRequest): void {
+    const conv = this.#conversation(req.agent, req.sender, false);
+    if (conv === null || (conv.stored === 0 && conv.dbId === null)) return this.#noConversation(req);
+    const messages = conv.dbId !== null && this.#store !== null ? this.#store.allMessages(conv.dbId) : conv.history;
+    this.#reply(req, {
+      conversation_history: {
+        agent: req.agent,
+        sender: req.sender,
+        title: conv.title,
+        messages: messages.map((m) => (m.agent === undefined ? { role: m.role, content: m.content } : { role: m.role, content: m.content, agent: m.agent })),
+      },
+    });
+  }
+
+  #delete(req: PairRequest): void {
+    const conv = this.#conversation(req.agent, req.sender, false);
+    if (conv === null) return this.#noConversation(req);
+    conv.deleted = true;
+    this.#conversations.delete(pairKey(req.agent, req.sender));
+    this.#cancelConversation(conv, CancelReason.Deleted);
+    const finish = (): void => {
+      try {
+        if (conv.dbId !== null) this.#store?.delete(conv.dbId);
+        this.#reply(req, { pong: {} });
+      } catch (err) {
+        this.#error(req, Code.Internal, `deleting failed: ${(err as Error).message}`);
+      }
+    };
+    // The running turn is cancelled first; the rows go once it has ended.
+    if (conv.runningDone !== null) void conv.runningDone.then(finish);
+    else finish();
   }
 
   #connClosed(conn: number): void {
-    const turns = this.#turnsByConn.get(conn);
-    if (turns === undefined) return;
+    const jobs = this.#jobsByConn.get(conn);
+    if (jobs === undefined) return;
     const convs = new Set<Conversation>();
-    for (const turn of turns) {
-      if (turn.conv === null || turn.conv.running === turn) turn.cancel.cancel(CancelReason.Disconnect);
-      else convs.add(turn.conv);
+    for (const job of jobs) {
+      if (job.conv === null || job.conv.running === job) job.cancel.cancel(CancelReason.Disconnect);
+      else convs.add(job.conv);
     }
     for (const conv of convs) {
-      for (const turn of conv.queue.removeWhere((t) => t.req.conn === conn)) this.#cancelQueued(turn, CancelReason.Disconnect);
+      for (const job of conv.queue.removeWhere((j) => j.req.conn === conn)) this.#cancelQueued(job, CancelReason.Disconnect);
     }
   }
 
   #shutdown(): void {
     this.#shuttingDown = true;
     for (const conv of this.#conversations.values()) this.#cancelConversation(conv, CancelReason.Shutdown);
-    for (const turns of this.#turnsByConn.values()) {
-      for (const turn of turns) if (turn.conv === null) turn.cancel.cancel(CancelReason.Shutdown);
+    for (const jobs of this.#jobsByConn.values()) {
+      for (const job of jobs) if (job.conv === null) job.cancel.cancel(CancelReason.Shutdown);
     }
   }
 
@@ -211,7 +349,7 @@ export class TurnScheduler {
       out.push({
         agent: c.agent,
         sender: c.sender,
-        message_count: c.history.length,
+        message_count: c.stored,
         alive_secs: Math.floor((now - c.createdAt) / 1000),
         title: c.title,
         running: c.running !== null,

@@ -50,9 +50,11 @@ describe('a crashed shard', () => {
     expect(end(o).stop_reason).toBe('text');
     expect(o.filter((e) => e.type === 'chunk')).toHaveLength(8);
 
-    // The replacement shard serves the pair; its in-memory history died with the old thread.
+    // The replacement shard serves the pair from storage: the turn before the crash is
+    // there, the two that died with the shard are not (their `end` was an error).
     const after = await c.send('slow', 'fresh start', { sender: a });
     expect(after.content).toBe('fresh start');
+    expect(after.usage.prompt_tokens).toBe(2 + 2 + 2);
     expect((await c.stats()).workers).toBe(2);
     // The other shard kept its conversation.
     const bAfter = await c.send('slow', 'again', { sender: b });

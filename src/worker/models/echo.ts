@@ -8,6 +8,8 @@
  *   the tool's output text.
  * - Agent option `echo: {delay_ms, cpu_us}`: an awaited, cancellable wait and
  *   a CPU burn before each chunk.
+ * - Asked to compact, it answers with a deterministic summary: how many
+ *   messages, and the first words of each user message.
  * - Usage: prompt = words in the messages sent, completion = words produced.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -68,6 +70,10 @@ export class EchoModel implements Model {
     const { messages, cancel, agent } = request;
     let prompt = 0;
     for (const m of messages) prompt += wordsOf(m);
+    if (request.purpose === 'compact') {
+      yield* this.#summary(messages.slice(0, -1), prompt);
+      return;
+    }
     const { toolOutputs, user } = lastTurnInput(messages);
 
     const call = toolOutputs === null ? CALL.exec(user.trim()) : null;
@@ -90,5 +96,13 @@ export class EchoModel implements Model {
       yield { type: 'text', delta: chunk };
     }
     yield { type: 'usage', usage: { prompt_tokens: prompt, completion_tokens: produced, total_tokens: prompt + produced } };
+  }
+
+  *#summary(history: readonly Message[], prompt: number): Iterable<ModelEvent> {
+    const said = history.filter((m) => m.role === 'user').map((m) => m.content.split(/\s+/).filter(Boolean).slice(0, 6).join(' '));
+    const text = `${history.length} messages; the user said: ${said.join(' / ')}`;
+    yield { type: 'text', delta: text };
+    const words = countWords(text);
+    yield { type: 'usage', usage: { prompt_tokens: prompt, completion_tokens: words, total_tokens: prompt + words } };
   }
 }

@@ -37,6 +37,8 @@ export interface ModelRequest {
   agent: AgentConfig;
   /** Check `aborted` between steps; pass `cancel.signal` to anything that waits. */
   cancel: Cancellation;
+  /** Set when the model is asked to summarize the history rather than to take a turn. */
+  purpose?: 'compact';
 }
 
 export interface Model {

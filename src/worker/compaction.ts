@@ -1,0 +1,28 @@
+/**
+ * Compaction: the agent's model summarizes the conversation. The summary
+ * replaces the history the next turn sees; what it summarized stays stored
+ * and searchable.
+ */
+import type { AgentConfig } from '../shared/config.ts';
+import type { Cancellation } from './cancellation.ts';
+import type { Message, Model } from './models/types.ts';
+
+export const DEFAULT_COMPACT_PROMPT =
+  'Summarize the conversation so far in a few sentences. Keep names, facts, decisions and open questions; drop pleasantries.';
+
+export async function summarize(model: Model, agent: AgentConfig, history: readonly Message[], prompt: string | null, cancel: Cancellation): Promise<string> {
+  let text = '';
+  for await (const ev of model.stream({
+    messages: [...history, { role: 'user', content: prompt || DEFAULT_COMPACT_PROMPT }],
+    tools: [],
+    toolChoice: null,
+    agent,
+    cancel,
+    purpose: 'compact',
+  })) {
+    cancel.throwIfAborted();
+    if (ev.type === 'text') text += ev.delta;
+  }
+  if (text.trim() === '') throw new Error('the model returned an empty summary');
+  return text;
+}

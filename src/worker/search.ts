@@ -1,0 +1,138 @@
+/**
+ * Session search over stored conversations (PROTOCOL §4): FTS5 with bm25,
+ * one hit per conversation, best first. User text weighs 1.5, assistant
+ * text and tool names 1; a match in the title or the compaction summary
+ * lifts its conversation. A query is words, never FTS5 syntax.
+ */
+import type { Db } from '../shared/db.ts';
+import { SEARCH_LIMITS } from '../shared/protocol.ts';
+
+export interface SearchOptions {
+  query: string;
+  limit: number;
+  contextBefore: number;
+  contextAfter: number;
+  agent: string | null;
+  sender: string | null;
+}
+
+export interface WindowMessage {
+  role: string;
+  msg_idx: number;
+  snippet: string;
+  truncated: boolean;
+  tool_name: string;
+}
+
+export interface SessionHit {
+  agent: string;
+  sender: string;
+  title: string;
+  msg_idx: number;
+  score: number;
+  created_at: string;
+  updated_at: string;
+  window: WindowMessage[];
+}
+
+
+/** Weights of messages_fts columns for bm25: user_text, assistant_text, tool_names. */
+const MESSAGE_WEIGHTS = '1.5, 1.0, 1.0';
+/** How many matching messages to rank before keeping the best per conversation. */
+const CANDIDATES = 2000;
+
+/** The words of a query, each quoted as an FTS5 string: operators and punctuation lose all meaning. */
+export function ftsQuery(query: string): string | null {
+  const words = query.match(/[\p{L}\p{N}_]+/gu);
+  if (words === null) return null;
+  return [...new Set(words.map((w) => w.toLowerCase()))].map((w) => `"${w}"`).join(' OR ');
+}
+
+/** Cuts text to at most `bytes` of UTF-8 around the first match of any word, on character boundaries. */
+export function snippetOf(text: string, words: readonly string[], bytes: number): { snippet: string; truncated: boolean } {
+  if (Buffer.byteLength(text) <= bytes) return { snippet: text, truncated: false };
+  const lower = text.toLowerCase();
+  let at = -1;
+  for (const w of words) {
+    const i = lower.indexOf(w);
+    if (i !== -1 && (at === -1 || i < at)) at = i;
+  }
+  // Start a little before the match so it has context, then take whole characters up to the byte budget.
+  let start = Math.max(0, at - 200);
+  if (start > 0 && /[\udc00-\udfff]/.test(text[start]!)) start--;
+  let out = '';
+  let used = 0;
+  for (const ch of text.slice(start)) {
+    const n = Buffer.byteLength(ch);
+    if (used + n > bytes) break;
+    out += ch;
+    used += n;
+  }
+  return { snippet: out, truncated: true };
+}
+
+export class SessionSearch {
+  readonly #messageHits;
+  readonly #conversationHits;
+  readonly #window;
+
+  constructor(db: Db) {
+    this.#messageHits = db.prepare<[string, string | null, string | null, string | null, string | null, number], { conversation_id: number; idx: number; score: number }>(`
+      SELECT m.conversation_id, m.idx, -bm25(messages_fts, ${MESSAGE_WEIGHTS}) AS score
+      FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
+      WHERE messages_fts MATCH ? AND (? IS NULL OR c.agent = ?) AND (? IS NULL OR c.sender = ?)
+      ORDER BY bm25(messages_fts, ${MESSAGE_WEIGHTS}) LIMIT ?`);
+    this.#conversationHits = db.prepare<[string, string | null, string | null, string | null, string | null], { id: number; agent: string; sender: string; title: string; created_at: string; updated_at: string; score: number }>(`
+      SELECT c.id, c.agent, c.sender, c.title, c.created_at, c.updated_at, -bm25(conversations_fts) AS score
+      FROM conversations_fts JOIN conversations c ON c.id = conversations_fts.rowid
+      WHERE conversations_fts MATCH ? AND (? IS NULL OR c.agent = ?) AND (? IS NULL OR c.sender = ?)`);
+    this.#window = db.prepare<[number, number, number], { idx: number; role: string; content: string; name: string | null; tool_calls: string | null }>(
+      'SELECT idx, role, content, name, tool_calls FROM messages WHERE conversation_id = ? AND idx BETWEEN ? AND ? ORDER BY idx',
+    );
+    this.conversation = db.prepare<[number], { id: number; agent: string; sender: string; title: string; created_at: string; updated_at: string }>(
+      'SELECT id, agent, sender, title, created_at, updated_at FROM conversations WHERE id = ?',
+    );
+  }
+
+  readonly conversation;
+
+  search(o: SearchOptions): SessionHit[] {
+    const match = ftsQuery(o.query);
+    if (match === null) return [];
+    const words = match.split(' OR ').map((w) => w.slice(1, -1));
+
+    // Best message per conversation (rows come best first).
+    const best = new Map<number, { idx: number; score: number }>();
+    for (const r of this.#messageHits.all(match, o.agent, o.agent, o.sender, o.sender, CANDIDATES)) {
+      if (!best.has(r.conversation_id)) best.set(r.conversation_id, { idx: r.idx, score: r.score });
+    }
+    // Title and summary matches add to their conversation's score.
+    const lifted = new Map<number, number>();
+    for (const r of this.#conversationHits.all(match, o.agent, o.agent, o.sender, o.sender)) lifted.set(r.id, r.score);
+
+    const ranked = [...new Set([...best.keys(), ...lifted.keys()])]
+      .map((id) => ({ id, idx: best.get(id)?.idx ?? 0, score: (best.get(id)?.score ?? 0) + (lifted.get(id) ?? 0) }))
+      .sort((a, b) => b.score - a.score || a.id - b.id)
+      .slice(0, o.limit);
+
+    let before = o.contextBefore;
+    let after = o.contextAfter;
+    // A window holds at most maxWindow messages: trim the wider side first.
+    while (before + after + 1 > SEARCH_LIMITS.maxWindow) {
+      if (before >= after) before--;
+      else after--;
+    }
+    return ranked.map(({ id, idx, score }) => {
+      const c = this.conversation.get(id)!;
+      const window = this.#window.all(id, Math.max(0, idx - before), idx + after).map((m) => {
+        // Tool output may hold secrets: it is shown by name only, never as text.
+        const isTool = m.role === 'tool';
+        const text = isTool ? '' : m.content;
+        const { snippet, truncated } = snippetOf(text, words, SEARCH_LIMITS.snippetBytes);
+        const toolName = isTool ? (m.name ?? '') : m.tool_calls !== null ? (JSON.parse(m.tool_calls) as { name: string }[]).map((t) => t.name).join(',') : '';
+        return { role: m.role, msg_idx: m.idx, snippet, truncated, tool_name: toolName };
+      });
+      return { agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window };
+    });
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * A shard's access to stored conversations, on its own connection. A turn's
+ * messages are written in one transaction before its `end` is sent; a
+ * conversation comes back from here when it is touched after a restart or
+ * after it was evicted from memory.
+ */
+import type { Db } from '../shared/db.ts';
+import { now } from '../shared/db.ts';
+import type { Message } from './models/types.ts';
+
+/** What appendTurn needs of a conversation: its row (if any), pair, title and how many messages are stored. */
+export interface ConversationRef {
+  dbId: number | null;
+  agent: string;
+  sender: string;
+  title: string;
+  stored: number;
+}
+
+export interface StoredConversation {
+  id: number;
+  title: string;
+  createdAt: string;
+  summary: string | null;
+  summaryUpto: number;
+  messageCount: number;
+  /** Messages from `summaryUpto` on: what the model sees after the summary. */
+  recent: Message[];
+}
+
+interface MessageRow {
+  idx: number;
+  role: Message['role'];
+  content: string;
+  agent: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  name: string | null;
+  is_error: number;
+}
+
+function toMessage(r: MessageRow): Message {
+  const m: Message = { role: r.role, content: r.content };
+  if (r.agent !== null) m.agent = r.agent;
+  if (r.tool_calls !== null) m.tool_calls = JSON.parse(r.tool_calls) as Message['tool_calls'];
+  if (r.tool_call_id !== null) m.tool_call_id = r.tool_call_id;
+  if (r.name !== null) m.name = r.name;
+  if (r.is_error) m.is_error = true;
+  return m;
+}
+
+/** What of a message full-text search may see: never tool output or arguments. */
+function searchable(m: Message): [string, string, string] | null {
+  if (m.role === 'user') return [m.content, '', ''];
+  if (m.role === 'assistant') return ['', m.content, m.tool_calls?.map((c) => c.name).join(' ') ?? ''];
+  return null;
+}
+
+export class ConversationStore {
+  readonly #db: Db;
+  readonly #find;
+  readonly #recent;
+  readonly #all;
+  readonly #insertConversation;
+  readonly #touch;
+  readonly #insertMessage;
+  readonly #insertFts;
+  readonly #insertTitleFts;
+  readonly #setSummary;
+  readonly #updateSummaryFts;
+  readonly #deleteFts;
+  readonly #deleteTitleFts;
+  readonly #deleteConversation;
+  /** Writes a turn's messages in one transaction; returns the conversation's row id (creating the row on its first turn). */
+  readonly appendTurn: (conv: ConversationRef, messages: readonly Message[]) => number;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#find = db.prepare<[string, string], { id: number; title: string; created_at: string; summary: string | null; summary_upto: number; message_count: number }>(
+      'SELECT id, title, created_at, summary, summary_upto, message_count FROM conversations WHERE agent = ? AND sender = ?',
+    );
+    this.#recent = db.prepare<[number, number], MessageRow>(
+      'SELECT idx, role, content, agent, tool_calls, tool_call_id, name, is_error FROM messages WHERE conversation_id = ? AND idx >= ? ORDER BY idx',
+    );
+    this.#all = this.#recent;
+    this.#insertConversation = db.prepare<[string, string, string, string, string], { id: number }>(
+      'INSERT INTO conversations (agent, sender, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id',
+    );
+    this.#touch = db.prepare<[string, number, number]>('UPDATE conversations SET updated_at = ?, message_count = ? WHERE id = ?');
+    this.#insertMessage = db.prepare<[number, number, string, string, string | null, string | null, string | null, string | null, number, string], { id: number }>(
+      'INSERT INTO messages (conversation_id, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
+    );
+    this.#insertFts = db.prepare<[number, string, string, string]>('INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names) VALUES (?, ?, ?, ?)');
+    this.#insertTitleFts = db.prepare<[number, string]>("INSERT INTO conversations_fts (rowid, title, summary) VALUES (?, ?, '')");
+    this.#setSummary = db.prepare<[string, number, string, number]>('UPDATE conversations SET summary = ?, summary_upto = ?, updated_at = ? WHERE id = ?');
+    this.#updateSummaryFts = db.prepare<[string, number]>('UPDATE conversations_fts SET summary = ? WHERE rowid = ?');
+    this.#deleteFts = db.prepare<[number]>('DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE conversation_id = ?)');
+    this.#deleteTitleFts = db.prepare<[number]>('DELETE FROM conversations_fts WHERE rowid = ?');
+    this.#deleteConversation = db.prepare<[number]>('DELETE FROM conversations WHERE id = ?');
+
+    this.appendTurn = db.transaction((conv: ConversationRef, messages: readonly Message[]) => {
+      const at = now();
+      let id = conv.dbId;
+      if (id === null) {
+        const title = conv.title || (messages.find((m) => m.role === 'user')?.content.slice(0, 80) ?? '');
+        id = this.#insertConversation.get(conv.agent, conv.sender, title, at, at)!.id;
+        this.#insertTitleFts.run(id, title);
+      }
+      let idx = conv.stored;
+      for (const m of messages) {
+        const row = this.#insertMessage.get(
+          id, idx++, m.role, m.content, m.agent ?? null,
+          m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls),
+          m.tool_call_id ?? null, m.name ?? null, m.is_error ? 1 : 0, at,
+        )!;
+        const text = searchable(m);
+        if (text !== null) this.#insertFts.run(row.id, ...text);
+      }
+      this.#touch.run(at, idx, id);
+      return id;
+    });
+  }
+
+  load(agent: string, sender: string): StoredConversation | null {
+    const c = this.#find.get(agent, sender);
+    if (c === undefined) return null;
+    return {
+      id: c.id,
+      title: c.title,
+      createdAt: c.created_at,
+      summary: c.summary,
+      summaryUpto: c.summary_upto,
+      messageCount: c.message_count,
+      recent: this.#recent.all(c.id, c.summary_upto).map(toMessage),
+    };
+  }
+
+  exists(agent: string, sender: string): boolean {
+    return this.#find.get(agent, sender) !== undefined;
+  }
+
+  /** Every stored message, including those a compaction summarized. */
+  allMessages(id: number): Message[] {
+    return this.#all.all(id, 0).map(toMessage);
+  }
+
+  setSummary(id: number, summary: string, upto: number): void {
+    this.#db.transaction(() => {
+      this.#setSummary.run(summary, upto, now(), id);
+      this.#updateSummaryFts.run(summary, id);
+    })();
+  }
+
+  delete(id: number): void {
+    this.#db.transaction(() => {
+      this.#deleteFts.run(id);
+      this.#deleteTitleFts.run(id);
+      this.#deleteConversation.run(id); // messages go by ON DELETE CASCADE
+    })();
+  }
+}

@@ -19,7 +19,7 @@ import { createDispatch, type Dispatch } from './dispatch.ts';
 import { closeServer, listenTcp, listenUnix } from './listeners.ts';
 import { ShardPool } from './shard-pool.ts';
 import { ReaderPool } from './reader-pool.ts';
-import { migrate, openDatabase } from '../shared/db.ts';
+import { prepareDatabaseFile } from '../shared/db.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, "Testing"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -68,12 +68,7 @@ export class Daemon implements ConnectionHost {
     const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
     if (dbPath !== null) {
       // Start-up is the one time main touches the database synchronously.
-      const db = openDatabase(dbPath);
-      try {
-        migrate(db, dbPath);
-      } finally {
-        db.close();
-      }
+      prepareDatabaseFile(dbPath);
       this.#readers = new ReaderPool(config.readers);
     }
     const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);

@@ -70,17 +70,39 @@ export function openDatabase(path: string, options: { readonly?: boolean } = {})
   return db;
 }
 
-/**
- * Brings the schema to SCHEMA_VERSION, each step in its own transaction. A
- * database written by a newer agentd is refused and left untouched.
- */
-export function migrate(db: Db, path: string): void {
+function refuseNewer(db: Db, path: string): number {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > SCHEMA_VERSION) {
     throw new SchemaError(
       `${path} has schema version ${current}, newer than this agentd understands (${SCHEMA_VERSION}); it was not modified. Run a newer agentd, or point --home elsewhere.`,
     );
   }
+  return current;
+}
+
+/**
+ * Opens the database file at start-up and brings its schema to
+ * SCHEMA_VERSION. The version is checked before anything is written (even
+ * the switch to WAL), so a database from a newer agentd is left untouched.
+ */
+export function prepareDatabaseFile(path: string): void {
+  const probe = new Database(path);
+  try {
+    refuseNewer(probe, path);
+  } finally {
+    probe.close();
+  }
+  const ready = openDatabase(path);
+  try {
+    migrate(ready, path);
+  } finally {
+    ready.close();
+  }
+}
+
+/** Brings the schema to SCHEMA_VERSION, each step in its own transaction. */
+export function migrate(db: Db, path: string): void {
+  const current = refuseNewer(db, path);
   for (let v = current; v < SCHEMA_VERSION; v++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[v]!);

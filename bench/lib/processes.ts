@@ -46,9 +46,16 @@ function stopper(proc: ChildProcess, cleanup: () => void): () => Promise<void> {
   };
 }
 
-export async function startAgentd(workers: number, agents: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<Proc> {
+/** Starts the built daemon on a fresh home; `seed(home)` runs first, to prepare data. */
+export async function startAgentd(
+  workers: number,
+  agents: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+  seed?: (home: string) => void,
+): Promise<Proc> {
   const home = mkdtempSync(join(tmpdir(), 'agentd-bench-'));
   writeFileSync(join(home, 'agentd.json'), JSON.stringify({ agents, ...extra }));
+  seed?.(home);
   // The built daemon, as production runs it (`npm run bench` builds first).
   const proc = spawn(process.execPath, [join(ROOT, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -20,6 +20,7 @@ import { closeServer, listenTcp, listenUnix } from './listeners.ts';
 import { ShardPool } from './shard-pool.ts';
 import { ReaderPool } from './reader-pool.ts';
 import { prepareDatabaseFile } from '../shared/db.ts';
+import { createWriteLockBuffer } from '../shared/write-lock.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, "Testing"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -72,11 +73,13 @@ export class Daemon implements ConnectionHost {
       this.#readers = new ReaderPool(config.readers);
     }
     const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
+    const writeLock = createWriteLockBuffer();
     if (crashToken !== null) this.log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
 
     const pool = new ShardPool({
       count: config.workers,
-      init: (index) => ({ index, shards: config.workers, agents: agents.all(), logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard }),
+      init: (index) => ({ index, shards: config.workers, agents: agents.all(), logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard, writeLock }),
+      writeLock,
       deliver: (conn, frames) => this.#connections.get(conn)?.write(frames),
       log: this.log,
     });

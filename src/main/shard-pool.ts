@@ -29,6 +29,7 @@ import {
   type ToShard,
 } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
+import { ownerToken, WriteLock } from '../shared/write-lock.ts';
 
 /** A request whose LAST frame has not come back from its shard yet. */
 interface Inflight {
@@ -57,6 +58,8 @@ export interface ShardPoolOptions {
   count: number;
   /** The start-up message of shard `index`; called again for a replacement. */
   init(index: number): ShardInit;
+  /** The shards' write lock, released here on behalf of a shard that dies holding it. */
+  writeLock: SharedArrayBuffer;
   /** Writes ready-encoded frames to connection `conn` (dropped if it is gone). */
   deliver(conn: number, frames: Uint8Array): void;
   log: Logger;
@@ -235,6 +238,7 @@ export class ShardPool {
 
   /** Ends every request the dead shard owed an answer, then starts a fresh shard in its slot. */
   #onCrash(shard: ShardThread, why: string): void {
+    WriteLock.releaseFor(this.#opts.writeLock, ownerToken(shard.index));
     for (const f of shard.inflight.values()) {
       if (f.kind === 'stream') {
         if (!f.started) this.#opts.deliver(f.conn, frameOf(f.req, 0, { stream: { start: { agent: f.agent } } }));

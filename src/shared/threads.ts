@@ -14,6 +14,8 @@ export interface ShardInit {
   dbPath: string | null;
   /** Idle conversations this shard keeps in memory before evicting the least recently used. */
   memoryConversations: number;
+  /** The shards' shared write lock (see WriteLock). */
+  writeLock: SharedArrayBuffer;
   agents: Record<string, AgentConfig>;
   logLevel: string;
   /** Test-only fault injection (AGENTD_TEST_CRASH_TOKEN); null in production. */

@@ -5,8 +5,10 @@
  * after it was evicted from memory.
  */
 import type { Db } from '../shared/db.ts';
+import type { Transaction } from 'better-sqlite3';
 import { now } from '../shared/db.ts';
 import type { Message } from './models/types.ts';
+import type { WriteLock } from '../shared/write-lock.ts';
 
 /** What appendTurn needs of a conversation: its row (if any), pair, title and how many messages are stored. */
 export interface ConversationRef {
@@ -58,6 +60,8 @@ function searchable(m: Message): [string, string, string] | null {
 
 export class ConversationStore {
   readonly #db: Db;
+  readonly #lock: WriteLock;
+  readonly #writeTurnsTx;
   readonly #find;
   readonly #recent;
   readonly #all;
@@ -72,10 +76,11 @@ export class ConversationStore {
   readonly #deleteTitleFts;
   readonly #deleteConversation;
   /** Writes a turn's messages in one transaction; returns the conversation's row id (creating the row on its first turn). */
-  readonly appendTurn: (conv: ConversationRef, messages: readonly Message[]) => number;
+  readonly appendTurn: Transaction<(conv: ConversationRef, messages: readonly Message[]) => number>;
 
-  constructor(db: Db) {
+  constructor(db: Db, lock: WriteLock) {
     this.#db = db;
+    this.#lock = lock;
     this.#find = db.prepare<[string, string], { id: number; title: string; created_at: string; summary: string | null; summary_upto: number; message_count: number }>(
       'SELECT id, title, created_at, summary, summary_upto, message_count FROM conversations WHERE agent = ? AND sender = ?',
     );
@@ -98,7 +103,7 @@ export class ConversationStore {
     this.#deleteTitleFts = db.prepare<[number]>('DELETE FROM conversations_fts WHERE rowid = ?');
     this.#deleteConversation = db.prepare<[number]>('DELETE FROM conversations WHERE id = ?');
 
-    this.appendTurn = db.transaction((conv: ConversationRef, messages: readonly Message[]) => {
+    const append = (conv: ConversationRef, messages: readonly Message[]): number => {
       const at = now();
       let id = conv.dbId;
       if (id === null) {
@@ -118,7 +123,49 @@ export class ConversationStore {
       }
       this.#touch.run(at, idx, id);
       return id;
+    };
+    this.appendTurn = db.transaction(append);
+    this.#writeTurnsTx = db.transaction((turns: readonly { conv: ConversationRef; messages: readonly Message[] }[]) => {
+      const ids = turns.map(({ conv, messages }) => append(conv, messages));
+      // Row ids are kept only once the whole batch committed.
+      return () => turns.forEach(({ conv }, i) => (conv.dbId = ids[i]!));
     });
+  }
+
+  /** Takes the shards' write lock if it is free; a true result must be followed by writeTurns(…, true). */
+  tryLock(): boolean {
+    return this.#lock.tryAcquire();
+  }
+
+  /**
+   * Writes several turns in one transaction and sets each conversation's
+   * `dbId` (`locked`: the caller already holds the write lock). If the batch fails, each turn is retried in a transaction of its
+   * own, so one bad turn cannot sink the others; the result says which failed.
+   */
+  writeTurns(turns: readonly { conv: ConversationRef; messages: readonly Message[] }[], locked = false): (Error | null)[] {
+    try {
+      // IMMEDIATE takes SQLite's write lock at BEGIN; holding ours first means it is free.
+      if (locked) {
+        try {
+          this.#writeTurnsTx.immediate(turns)();
+        } finally {
+          this.#lock.release();
+        }
+      } else {
+        this.#lock.with(() => this.#writeTurnsTx.immediate(turns))();
+      }
+      return turns.map(() => null);
+    } catch (batchError) {
+      if (turns.length === 1) return [batchError as Error];
+      return turns.map(({ conv, messages }) => {
+        try {
+          conv.dbId = this.#lock.with(() => this.appendTurn.immediate(conv, messages));
+          return null;
+        } catch (err) {
+          return err as Error;
+        }
+      });
+    }
   }
 
   load(agent: string, sender: string): StoredConversation | null {
@@ -145,17 +192,19 @@ export class ConversationStore {
   }
 
   setSummary(id: number, summary: string, upto: number): void {
-    this.#db.transaction(() => {
+    const tx = this.#db.transaction(() => {
       this.#setSummary.run(summary, upto, now(), id);
       this.#updateSummaryFts.run(summary, id);
-    })();
+    });
+    this.#lock.with(() => tx.immediate());
   }
 
   delete(id: number): void {
-    this.#db.transaction(() => {
+    const tx = this.#db.transaction(() => {
       this.#deleteFts.run(id);
       this.#deleteTitleFts.run(id);
       this.#deleteConversation.run(id); // messages go by ON DELETE CASCADE
-    })();
+    });
+    this.#lock.with(() => tx.immediate());
   }
 }

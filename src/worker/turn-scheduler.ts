@@ -19,6 +19,7 @@ import { NO_TOOLS } from './tools.ts';
 import { TurnReply } from './turn-reply.ts';
 import { Cancellation } from './cancellation.ts';
 import { summarize } from './compaction.ts';
+import { TurnWriter } from './turn-writer.ts';
 
 /** Why a job was cancelled; becomes `end.error`. */
 export const CancelReason = {
@@ -43,6 +44,7 @@ export class TurnScheduler {
   readonly #outbox: Outbox;
   readonly #log: Logger;
   readonly #store: ConversationStore | null;
+  readonly #writer: TurnWriter | null;
   readonly #memoryBudget: number;
   /** In least-recently-used order: a touched conversation moves to the end. */
   readonly #conversations = new Map<string, Conversation>();
@@ -56,6 +58,7 @@ export class TurnScheduler {
     this.#agents = opts.agents;
     this.#log = opts.log;
     this.#store = opts.store;
+    this.#writer = opts.store === null ? null : new TurnWriter(opts.store);
     this.#memoryBudget = opts.memoryConversations;
   }
 
@@ -218,9 +221,9 @@ export class TurnScheduler {
       if (conv !== null && !conv.deleted) {
         const messages = [user, ...result.produced];
         try {
-          // Stored before `end` is sent: a client that saw `end` can rely on it.
-          if (this.#store !== null) conv.dbId = this.#store.appendTurn(conv, messages);
-          conv.append(messages);
+          // Committed before `end` is sent: a client that saw `end` can rely on it.
+          if (this.#writer !== null) await this.#writer.write(conv, messages);
+          if (!conv.deleted) conv.append(messages);
         } catch (err) {
           this.#log.error({ err, agent: req.agent }, 'storing a turn failed');
           stopReason = StopReason.Error;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
 import { ConversationStore } from '../../src/worker/store.ts';
+import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
 import { ftsQuery, SessionSearch, snippetOf, type SearchOptions } from '../../src/worker/search.ts';
 import type { Message } from '../../src/worker/models/types.ts';
 
@@ -16,7 +17,7 @@ beforeEach(() => {
   const path = join(mkdtempSync(join(tmpdir(), 'agentd-search-')), 'agentd.db');
   db = openDatabase(path);
   migrate(db, path);
-  store = new ConversationStore(db);
+  store = new ConversationStore(db, new WriteLock(createWriteLockBuffer(), 1));
   search = new SessionSearch(db);
 });
 

@@ -1,0 +1,41 @@
+/** Pipelined `ping` and echo turns per second, beside the floor (and Redis) under the same pipelining. */
+import { frameClient, redisPingClient, type BenchClient } from '../lib/clients.ts';
+import { PING, target, turnBody, type BenchContext, type System } from '../lib/context.ts';
+import { throughput } from '../lib/load.ts';
+
+async function clients(sys: System, count: number, body: (slot: string) => () => unknown): Promise<BenchClient[]> {
+  const out: BenchClient[] = [];
+  for (let i = 0; i < count; i++) out.push(sys.name === 'redis' ? await redisPingClient(sys.proc.unix) : await frameClient(target(sys, 'unix'), body(`c${i}`)));
+  return out;
+}
+
+export async function run(ctx: BenchContext): Promise<void> {
+  const { rateMs, warmupMs } = ctx.sizes;
+  const rate = async (sys: System, conns: number, inflight: number, body: (slot: string) => () => unknown): Promise<number[]> => {
+    const cs = await clients(sys, conns, body);
+    const r = await throughput(cs, inflight, rateMs, warmupMs);
+    for (const c of cs) c.close();
+    return [r];
+  };
+  for (const [conns, inflight] of [[1, 64], [16, 8]] as const) {
+    await ctx.report.compare('throughput', [{ name: `ping pipelined ${conns}x${inflight}`, unit: 'req/s' }], ctx.systems, (sys) =>
+      rate(sys, conns, inflight, () => () => PING),
+    );
+  }
+  // Echo turns against the floor answering the same requests with one frame: what
+  // sharding, the agent loop, storage and six frames per turn cost over the cheapest reply.
+  const noRedis = ctx.systems.filter((s) => s.name !== 'redis');
+  for (const [conns, inflight] of [[1, 64], [32, 8]] as const) {
+    await ctx.report.compare('throughput', [{ name: `echo turns ${conns}x${inflight}`, unit: 'turns/s' }], noRedis, (sys) =>
+      rate(sys, conns, inflight, (slot) => turnBody(slot)),
+    );
+  }
+  // Against Redis PING at the same load (8 connections x 8 in flight).
+  const redis = ctx.systems.find((s) => s.name === 'redis');
+  const agentd = ctx.systems.find((s) => s.name === 'agentd')!;
+  if (redis !== undefined) {
+    await ctx.report.compare('throughput', [{ name: 'echo turns 8x8 vs redis PING 8x8', unit: 'req/s' }], [agentd, redis], (sys) =>
+      sys.name === 'redis' ? rate(sys, 8, 8, () => () => PING) : rate(sys, 8, 8, (slot) => turnBody(slot)),
+    );
+  }
+}

@@ -78,7 +78,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     logLevel: flags.logLevel ?? env.AGENTD_LOG_LEVEL ?? file.log_level ?? DEFAULTS.logLevel,
     persist: file.persist ?? DEFAULTS.persist,
     memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
-    readers: file.readers ?? DEFAULTS.readers,
+    storageThreads: file.storage_threads ?? DEFAULTS.storageThreads,
     agents: file.agents ?? defaultAgents(),
     configFile,
   });

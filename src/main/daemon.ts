@@ -18,7 +18,7 @@ import { Connection, type ConnectionHost } from './connection.ts';
 import { createDispatch, type Dispatch } from './dispatch.ts';
 import { closeServer, listenTcp, listenUnix } from './listeners.ts';
 import { ShardPool } from './shard-pool.ts';
-import { ReaderPool } from './reader-pool.ts';
+import { StoragePool } from './storage-pool.ts';
 import { prepareDatabaseFile } from '../shared/db.ts';
 import { createWriteLockBuffer } from '../shared/write-lock.ts';
 
@@ -38,7 +38,7 @@ export class Daemon implements ConnectionHost {
   readonly #connections = new Map<number, Connection>();
   readonly #servers: Server[] = [];
   #pool: ShardPool | null = null;
-  #readers: ReaderPool | null = null;
+  #storage: StoragePool | null = null;
   #dispatch: Dispatch | null = null;
   #nextConnId = 1;
   #closing = false;
@@ -70,10 +70,10 @@ export class Daemon implements ConnectionHost {
     if (dbPath !== null) {
       // Start-up is the one time main touches the database synchronously.
       prepareDatabaseFile(dbPath);
-      this.#readers = new ReaderPool(config.readers);
     }
     const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
     const writeLock = createWriteLockBuffer();
+    if (dbPath !== null) this.#storage = new StoragePool(config.storageThreads, dbPath, writeLock);
     if (crashToken !== null) this.log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
 
     const pool = new ShardPool({
@@ -88,7 +88,7 @@ export class Daemon implements ConnectionHost {
 
     this.#dispatch = createDispatch({
       pool,
-      readers: this.#readers === null || dbPath === null ? null : { pool: this.#readers, dbPath },
+      storage: this.#storage,
       agents,
       defaultSender: config.defaultSender,
       startedAt: Date.now(),
@@ -156,7 +156,7 @@ export class Daemon implements ConnectionHost {
     await Promise.all([...this.#connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
     for (const server of this.#servers) if (server.listening) server.close();
     await this.#pool?.close();
-    await this.#readers?.close();
+    await this.#storage?.close();
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
   }
 }

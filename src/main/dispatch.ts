@@ -12,8 +12,8 @@ import type { TurnRequest } from '../shared/threads.ts';
 import { VERSION } from '../shared/version.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { ShardPool } from './shard-pool.ts';
-import type { ReaderPool } from './reader-pool.ts';
-import type { ReaderTask } from '../shared/threads.ts';
+import type { StoragePool } from './storage-pool.ts';
+import type { StorageTask } from '../shared/threads.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester {
@@ -25,8 +25,8 @@ export interface Requester {
 
 export interface DispatchContext {
   pool: ShardPool;
-  /** Read-only queries of stored data; null when persistence is off. */
-  readers: { pool: ReaderPool; dbPath: string } | null;
+  /** Database work off main; null when persistence is off. */
+  storage: StoragePool | null;
   agents: AgentRegistry;
   defaultSender: string;
   startedAt: number;
@@ -121,9 +121,7 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
       return ROUTED;
     });
   }
-  const readers = ctx.readers;
-  const read = (task: Omit<ReaderTask, 'dbPath'>, empty: unknown): Promise<unknown> | unknown =>
-    readers === null ? empty : readers.pool.run({ ...task, dbPath: readers.dbPath } as ReaderTask);
+  const read = (task: StorageTask, empty: unknown): Promise<unknown> | unknown => (ctx.storage === null ? empty : ctx.storage.run(task));
   op('list_conversations', (_from, _req, args) =>
     read(
       { op: 'list_conversations', agent: optStr('list_conversations', args, 'agent') || null, sender: optStr('list_conversations', args, 'sender') || null },

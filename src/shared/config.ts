@@ -51,8 +51,8 @@ export interface ResolvedConfig {
   persist: boolean;
   /** Idle conversations kept in memory across all shards before the least recently used are evicted. */
   memoryConversations: number;
-  /** Threads serving read-only queries (list_conversations, search_sessions). */
-  readers: number;
+  /** Threads doing database work for main (list_conversations, search_sessions, subscriptions). */
+  storageThreads: number;
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
@@ -68,7 +68,7 @@ export const DEFAULTS = {
   logLevel: 'warn',
   persist: true,
   memoryConversations: 10_000,
-  readers: 2,
+  storageThreads: 2,
 } as const;
 
 export class ConfigError extends Error {
@@ -112,13 +112,13 @@ export interface FileSettings {
   log_level?: string;
   persist?: boolean;
   memory_conversations?: number;
-  readers?: number;
+  storage_threads?: number;
   agents?: Record<string, AgentConfig>;
 }
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'max_body_bytes', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'persist', 'memory_conversations', 'readers', 'agents',
+  'shutdown_grace_ms', 'default_sender', 'log_level', 'persist', 'memory_conversations', 'storage_threads', 'agents',
 ];
 const AGENT_KEYS = ['model', 'description', 'max_iterations', 'echo'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
@@ -186,7 +186,7 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
     out.persist = raw.persist;
   }
   if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
-  if (raw.readers !== undefined) out.readers = positiveInt(raw.readers, source, 'readers');
+  if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');
   if (raw.agents !== undefined) {
     if (!isPlainMap(raw.agents)) throw new ConfigError(source, 'agents', 'must be an object of name -> agent config');
     const agents: Record<string, AgentConfig> = {};

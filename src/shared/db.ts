@@ -48,6 +48,16 @@ const MIGRATIONS: readonly string[] = [
   -- Title and compaction summary, rowid = conversations.id: a match here lifts the conversation.
   CREATE VIRTUAL TABLE conversations_fts USING fts5(title, summary, tokenize = 'unicode61 remove_diacritics 2');
   `,
+  // 2: the event bus's subscriptions. AUTOINCREMENT: an id is never reused, even after a delete.
+  `
+  CREATE TABLE subscriptions (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    source       TEXT NOT NULL,
+    target_agent TEXT NOT NULL,
+    once         INTEGER NOT NULL,
+    created_at   TEXT NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

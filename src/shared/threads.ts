@@ -130,12 +130,13 @@ export type FromShard = FrameBatch | ShardReady;
 
 export const SECTION_HEADER_BYTES = 8;
 
-/** A read-only query run by the reader pool. */
-export type ReaderTask =
-  | { op: 'list_conversations'; dbPath: string; agent: string | null; sender: string | null }
+/** Database work main hands to the storage pool. */
+export type StorageTask =
+  | { op: 'list_conversations'; agent: string | null; sender: string | null }
+  | { op: 'subscription_insert'; source: string; targetAgent: string; once: boolean }
+  | { op: 'subscription_delete'; ids: number[] }
   | {
       op: 'search_sessions';
-      dbPath: string;
       query: string;
       limit: number;
       contextBefore: number;

@@ -7,6 +7,11 @@
  *     stream AGENT TEXT [--sender S] [--guest G] [--ephemeral]   prints tokens as they arrive
  *     send AGENT TEXT [--sender S] prints the reply
  *     kill AGENT [--sender S]      cancels the pair's running and queued turns
+ *     events [--agent A]           tails the agent event stream
+ *     publish SOURCE PAYLOAD       publishes an event on the bus
+ *     subscribe SOURCE AGENT [--once]   fires AGENT's turns on SOURCE
+ *     unsubscribe ID
+ *     subscriptions                lists the bus's subscriptions
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +24,12 @@ commands:
   stats
   stream AGENT TEXT [--sender S] [--guest G] [--ephemeral]
   send AGENT TEXT [--sender S]
-  kill AGENT [--sender S]`;
+  kill AGENT [--sender S]
+  events [--agent A]
+  publish SOURCE PAYLOAD
+  subscribe SOURCE AGENT [--once]
+  unsubscribe ID
+  subscriptions`;
 
 function die(message: string, code = 1): never {
   process.stderr.write(`agentctl: ${message}\n`);
@@ -39,6 +49,8 @@ async function main(): Promise<void> {
         sender: { type: 'string' },
         guest: { type: 'string' },
         ephemeral: { type: 'boolean' },
+        agent: { type: 'string' },
+        once: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -106,6 +118,37 @@ async function main(): Promise<void> {
       case 'kill':
         need(1, 'AGENT');
         await client.kill(rest[0]!, values.sender);
+        break;
+      case 'events': {
+        const stop = new Promise<void>((resolve) => process.once('SIGINT', resolve));
+        const tail = (async () => {
+          for await (const ev of client.events(values.agent)) {
+            const extra = ev.tool_calls ? ` ${JSON.stringify(ev.tool_calls)}` : ev.tool_output !== undefined ? ` ${ev.tool_output}` : '';
+            process.stdout.write(`${ev.timestamp} ${ev.agent} ${ev.sender} ${ev.kind} ${JSON.stringify(ev.content)}${extra}\n`);
+          }
+        })();
+        await Promise.race([tail, stop]);
+        break;
+      }
+      case 'publish': {
+        need(2, 'SOURCE and PAYLOAD');
+        const fired = await client.publish(rest[0]!, rest.slice(1).join(' '));
+        process.stdout.write(`fired ${fired}\n`);
+        break;
+      }
+      case 'subscribe': {
+        need(2, 'SOURCE and AGENT');
+        const s = await client.subscribe(rest[0]!, rest[1]!, values.once ?? false);
+        process.stdout.write(`subscription ${s.id}: ${s.source} -> ${s.target_agent}${s.once ? ' (once)' : ''}\n`);
+        break;
+      }
+      case 'unsubscribe': {
+        need(1, 'ID');
+        await client.unsubscribe(Number(rest[0]));
+        break;
+      }
+      case 'subscriptions':
+        for (const s of await client.subscriptions()) process.stdout.write(`${s.id}\t${s.source}\t${s.target_agent}${s.once ? '\tonce' : ''}\n`);
         break;
       default:
         die(`unknown command "${command}"\n${USAGE}`, 2);

@@ -57,6 +57,27 @@ export interface TurnOptions {
   correlation_id?: number;
 }
 
+/** One event of the agent event stream (`subscribe_events`). */
+export interface AgentEvent {
+  agent: string;
+  sender: string;
+  kind: string;
+  content: string;
+  timestamp: string;
+  tool_calls?: { id: string; name: string; arguments: string }[];
+  tool_output?: string;
+  tool_is_error?: boolean;
+  ephemeral: boolean;
+  correlation_id?: number;
+}
+
+export interface SubscriptionInfo {
+  id: number;
+  source: string;
+  target_agent: string;
+  once: boolean;
+}
+
 export interface SendResponse {
   agent: string;
   content: string;
@@ -209,6 +230,35 @@ export class AgentdClient {
   async send(agent: string, content: string, opts: Omit<TurnOptions, 'guest' | 'ephemeral' | 'correlation_id'> = {}): Promise<SendResponse> {
     const body = await this.request('send', { agent, content, ...opts });
     return body.response as SendResponse;
+  }
+
+  /**
+   * Watches the agent event stream (every turn in the daemon, or one agent's).
+   * Breaking out of the loop sends `close` for the subscription.
+   */
+  async *events(agent?: string): AsyncGenerator<AgentEvent> {
+    const it = this.openStream('subscribe_events', agent === undefined ? {} : { agent }, (id) => {
+      this.request('close', { request: id }).catch(() => {}); // the connection may be closing anyway
+    });
+    for await (const body of it) {
+      if (isPlainMap(body.agent_event)) yield body.agent_event as unknown as AgentEvent;
+    }
+  }
+
+  async publish(source: string, payload: string): Promise<number> {
+    return ((await this.request('publish_event', { source, payload })).published as { fired: number }).fired;
+  }
+
+  async subscribe(source: string, targetAgent: string, once = false): Promise<SubscriptionInfo> {
+    return (await this.request('subscribe_event', { source, target_agent: targetAgent, once })).subscription_info as SubscriptionInfo;
+  }
+
+  async unsubscribe(id: number): Promise<void> {
+    await this.request('unsubscribe_event', { id });
+  }
+
+  async subscriptions(): Promise<SubscriptionInfo[]> {
+    return ((await this.request('list_subscriptions')).subscription_list as { subscriptions: SubscriptionInfo[] }).subscriptions;
   }
 
   async kill(agent: string, sender?: string): Promise<void> {

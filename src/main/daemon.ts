@@ -18,6 +18,9 @@ import { Connection, type ConnectionHost } from './connection.ts';
 import { createDispatch, type Dispatch } from './dispatch.ts';
 import { closeServer, listenTcp, listenUnix } from './listeners.ts';
 import { ShardPool } from './shard-pool.ts';
+import { EventBus, type SubscriptionInfo } from './event-bus.ts';
+import { ObserverHub } from './observers.ts';
+import { BUS_CONN, type TurnRequest } from '../shared/threads.ts';
 import { StoragePool } from './storage-pool.ts';
 import { prepareDatabaseFile } from '../shared/db.ts';
 import { createWriteLockBuffer } from '../shared/write-lock.ts';
@@ -39,6 +42,7 @@ export class Daemon implements ConnectionHost {
   readonly #servers: Server[] = [];
   #pool: ShardPool | null = null;
   #storage: StoragePool | null = null;
+  #observers: ObserverHub | null = null;
   #dispatch: Dispatch | null = null;
   #nextConnId = 1;
   #closing = false;
@@ -67,9 +71,15 @@ export class Daemon implements ConnectionHost {
     const agents = new AgentRegistry(config.agents, DEFAULT_AGENT_NAME);
     const crashToken = process.env[CRASH_TOKEN_ENV] || null;
     const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
+    let stored: SubscriptionInfo[] = [];
     if (dbPath !== null) {
       // Start-up is the one time main touches the database synchronously.
-      prepareDatabaseFile(dbPath);
+      prepareDatabaseFile(dbPath, (db) => {
+        stored = db
+          .prepare<[], { id: number; source: string; target_agent: string; once: number }>('SELECT id, source, target_agent, once FROM subscriptions ORDER BY id')
+          .all()
+          .map((r) => ({ ...r, once: r.once === 1 }));
+      });
     }
     const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
     const writeLock = createWriteLockBuffer();
@@ -81,14 +91,42 @@ export class Daemon implements ConnectionHost {
       init: (index) => ({ index, shards: config.workers, agents: agents.all(), logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard, writeLock }),
       writeLock,
       deliver: (conn, frames) => this.#connections.get(conn)?.write(frames),
+      agentEvent: (agent, body) => observers.broadcast(agent, body),
+      finished: ({ agent, text, depth }) => {
+        bus.publish(`agent:${agent}:done`, text, depth).catch((err: unknown) => this.log.error({ err, agent }, 'publishing a done event failed'));
+      },
       log: this.log,
     });
     this.#pool = pool;
+    const observers = new ObserverHub((watching) => pool.broadcast({ t: 'observe', on: watching }));
+    this.#observers = observers;
+    const bus = new EventBus(
+      {
+        storage: this.#storage,
+        log: this.log,
+        fire: (sub, payload, depth) => {
+          if (!agents.has(sub.target_agent)) {
+            this.log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
+            return false;
+          }
+          const sender = `event:${sub.source}`;
+          const turn: TurnRequest = {
+            t: 'turn', conn: BUS_CONN, req: 0, mode: 'event', agent: sub.target_agent, sender, content: payload,
+            guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth,
+          };
+          pool.send(pool.shardFor(sub.target_agent, sender), turn);
+          return true;
+        },
+      },
+      stored,
+    );
     await pool.start();
 
     this.#dispatch = createDispatch({
       pool,
       storage: this.#storage,
+      bus,
+      observers,
       agents,
       defaultSender: config.defaultSender,
       startedAt: Date.now(),
@@ -127,6 +165,7 @@ export class Daemon implements ConnectionHost {
 
   closed(conn: Connection, cancelTurns: boolean): void {
     this.#connections.delete(conn.id);
+    this.#observers?.connClosed(conn.id);
     if (cancelTurns) this.#pool?.broadcast({ t: 'conn_closed', conn: conn.id });
   }
 
@@ -139,6 +178,7 @@ export class Daemon implements ConnectionHost {
     this.#closing = true;
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
+    this.#observers?.closeAll();
     const pool = this.#pool;
     if (pool !== null) {
       pool.broadcast({ t: 'shutdown' });

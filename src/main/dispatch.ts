@@ -13,10 +13,12 @@ import { VERSION } from '../shared/version.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { ShardPool } from './shard-pool.ts';
 import type { StoragePool } from './storage-pool.ts';
+import type { EventBus } from './event-bus.ts';
+import type { ObserverHub, ObserverSink } from './observers.ts';
 import type { StorageTask } from '../shared/threads.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
-export interface Requester {
+export interface Requester extends ObserverSink {
   /** Routes the shard's frames back: unique among live requesters. */
   readonly id: number;
   /** Sends the request's single LAST frame, encoded by main. */
@@ -27,6 +29,8 @@ export interface DispatchContext {
   pool: ShardPool;
   /** Database work off main; null when persistence is off. */
   storage: StoragePool | null;
+  bus: EventBus;
+  observers: ObserverHub;
   agents: AgentRegistry;
   defaultSender: string;
   startedAt: number;
@@ -48,10 +52,7 @@ interface OpSpec {
 }
 
 /** Operations of PROTOCOL.md that this version does not serve yet. */
-const NOT_YET = [
-  'create_agent', 'update_agent', 'delete_agent', 'list_skills', 'get_skill', 'set_active_model',
-  'subscribe_events', 'close', 'subscribe_event', 'unsubscribe_event', 'list_subscriptions', 'publish_event',
-];
+const NOT_YET = ['create_agent', 'update_agent', 'delete_agent', 'list_skills', 'get_skill', 'set_active_model'];
 
 export function createDispatch(ctx: DispatchContext): Dispatch {
   const { pool, agents } = ctx;
@@ -85,6 +86,7 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
       correlationId: mode === 'stream' ? (optUint(op, args, 'correlation_id') ?? null) : null,
       onBusy: optEnum(op, args, 'on_busy', OnBusy) ?? 'enqueue',
       toolChoice: toolChoice(op, args),
+      depth: 0,
     };
     pool.request(pool.shardFor(agent, msg.sender), msg, mode === 'stream' ? 'stream' : 'rr');
     return ROUTED;
@@ -154,7 +156,7 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
         registered_agents: agents.size,
         active_model: agents.activeModel(),
         workers: pool.count,
-        subscriptions: 0, // the event bus is not built yet (issue 5): there are none
+        subscriptions: ctx.bus.size,
         connections: ctx.connections(),
       },
     };
@@ -165,6 +167,38 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
     const conversations = await pool.activeConversations(agent, s);
     conversations.sort((a, b) => (a.agent === b.agent ? (a.sender < b.sender ? -1 : 1) : a.agent < b.agent ? -1 : 1));
     return { active_conversations: { conversations } };
+  });
+  op('subscribe_events', (from, req, args) => {
+    const agent = optStr('subscribe_events', args, 'agent') || null;
+    if (agent !== null && !agents.has(agent)) throw new AgentdError(Code.NotFound, `unknown agent "${agent}"`);
+    ctx.observers.add(from, req, agent);
+    return ROUTED; // frames follow as agent events; `close` or a disconnect ends it
+  });
+  op('close', (from, _req, args) => {
+    const id = optUint('close', args, 'request');
+    if (id === undefined) throw new AgentdError(Code.BadRequest, 'close.request is required');
+    if (!ctx.observers.close(from, id)) throw new AgentdError(Code.NotFound, `no open subscription with request id ${id} on this connection`);
+    return { pong: {} };
+  }, true);
+  op('subscribe_event', async (_from, _req, args) => {
+    const source = nonEmptyStr('subscribe_event', args, 'source');
+    const target = knownAgent('subscribe_event', args, 'target_agent');
+    const once = optBool('subscribe_event', args, 'once') ?? false;
+    return { subscription_info: await ctx.bus.subscribe(source, target, once) };
+  });
+  op('unsubscribe_event', async (_from, _req, args) => {
+    const id = optUint('unsubscribe_event', args, 'id');
+    if (id === undefined) throw new AgentdError(Code.BadRequest, 'unsubscribe_event.id is required');
+    if (!(await ctx.bus.unsubscribe(id))) throw new AgentdError(Code.NotFound, `no subscription ${id}`);
+    return { pong: {} };
+  });
+  op('list_subscriptions', () => ({ subscription_list: { subscriptions: ctx.bus.list() } }));
+  op('publish_event', async (_from, _req, args) => {
+    const source = nonEmptyStr('publish_event', args, 'source');
+    const raw = args.payload;
+    // The payload becomes a user message: text as is, anything else as JSON.
+    const payload = typeof raw === 'string' ? raw : raw === undefined ? '' : JSON.stringify(raw);
+    return { published: { fired: await ctx.bus.publish(source, payload, 0) } };
   });
   op('list_agents', () => ({ agent_list: { agents: agents.list() } }));
   op('get_agent', (_from, _req, args) => {

@@ -27,6 +27,7 @@ import {
   type FrameBatch,
   type ShardInit,
   type ToShard,
+  type TurnFinished,
 } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
@@ -62,6 +63,10 @@ export interface ShardPoolOptions {
   writeLock: SharedArrayBuffer;
   /** Writes ready-encoded frames to connection `conn` (dropped if it is gone). */
   deliver(conn: number, frames: Uint8Array): void;
+  /** An encoded `agent_event` body for the observers of `agent`. */
+  agentEvent(agent: string, body: Uint8Array): void;
+  /** A turn finished: the bus publishes `agent:<name>:done`. */
+  finished(record: TurnFinished): void;
   log: Logger;
 }
 
@@ -118,6 +123,11 @@ export class ShardPool {
     s.inflight.set(key(msg.conn, msg.req), { conn: msg.conn, req: msg.req, kind, agent: msg.agent, started: false });
     this.#inflightCount++;
     this.#enqueue(s, msg);
+  }
+
+  /** Sends a message that expects no reply (a bus-fired turn) to one shard. */
+  send(shard: number, msg: ToShard): void {
+    this.#enqueue(this.#shards[shard]!, msg);
   }
 
   /** Sends a message that expects no reply to every shard. */
@@ -220,6 +230,16 @@ export class ShardPool {
         at += len;
       }
     }
+    if (batch.ev !== null) {
+      const ev = Buffer.from(batch.ev);
+      let at = 0;
+      for (const agent of batch.evAgents) {
+        const len = ev.readUInt32BE(at);
+        this.#opts.agentEvent(agent, ev.subarray(at + 4, at + 4 + len));
+        at += 4 + len;
+      }
+    }
+    for (const f of batch.finished) this.#opts.finished(f);
     for (let i = 0; i < done.length; i += 2) {
       if (shard.inflight.delete(key(done[i]!, done[i + 1]!))) this.#inflightCount--;
     }

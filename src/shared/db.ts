@@ -95,7 +95,7 @@ function refuseNewer(db: Db, path: string): number {
  * SCHEMA_VERSION. The version is checked before anything is written (even
  * the switch to WAL), so a database from a newer agentd is left untouched.
  */
-export function prepareDatabaseFile(path: string): void {
+export function prepareDatabaseFile(path: string, thenRead?: (db: Db) => void): void {
   const probe = new Database(path);
   try {
     refuseNewer(probe, path);
@@ -105,6 +105,7 @@ export function prepareDatabaseFile(path: string): void {
   const ready = openDatabase(path);
   try {
     migrate(ready, path);
+    thenRead?.(ready);
   } finally {
     ready.close();
   }

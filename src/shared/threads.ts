@@ -26,8 +26,8 @@ export interface TurnRequest {
   t: 'turn';
   conn: number;
   req: number;
-  /** `stream` replies with events; `send` with one `response`. */
-  mode: 'stream' | 'send';
+  /** `stream` replies with events; `send` with one `response`; `event` (fired by the bus) replies nothing. */
+  mode: 'stream' | 'send' | 'event';
   agent: string;
   sender: string;
   content: string;
@@ -36,6 +36,8 @@ export interface TurnRequest {
   correlationId: number | null;
   onBusy: OnBusy;
   toolChoice: ToolChoice | null;
+  /** How many bus fires led to this turn: 0 for a client's turn. */
+  depth: number;
 }
 
 export interface KillRequest {
@@ -84,12 +86,18 @@ export interface AgentsUpdate {
   agents: Record<string, AgentConfig>;
 }
 
+/** Whether anyone watches the agent event stream: shards encode agent events only while someone does. */
+export interface ObserveUpdate {
+  t: 'observe';
+  on: boolean;
+}
+
 /** Cancel everything with "shutting down"; take no new turns. */
 export interface ShutdownRequest {
   t: 'shutdown';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | AgentsUpdate | ShutdownRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | AgentsUpdate | ObserveUpdate | ShutdownRequest;
 
 export interface ActiveConversation {
   agent: string;
@@ -120,7 +128,22 @@ export interface FrameBatch {
   started: number[];
   done: number[];
   queries: QueryResult[];
+  /** Agent events, each `[len u32][agent_event body]`, encoded once for every observer. */
+  ev: ArrayBuffer | null;
+  /** The agent of each event in `ev`, for observers that watch one agent. */
+  evAgents: string[];
+  /** Turns that finished (not guest, not ephemeral): each publishes `agent:<name>:done`. */
+  finished: TurnFinished[];
 }
+
+export interface TurnFinished {
+  agent: string;
+  text: string;
+  depth: number;
+}
+
+/** Connection id of turns fired by the event bus: they have no connection, and their frames go nowhere. */
+export const BUS_CONN = 0;
 
 export interface ShardReady {
   t: 'ready';

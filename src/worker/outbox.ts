@@ -5,7 +5,7 @@
  * Main then writes each section with one call and decodes nothing.
  */
 import { FLAG_LAST, HEADER_BYTES, packr } from '../shared/codec.ts';
-import { SECTION_HEADER_BYTES, type FrameBatch, type QueryResult } from '../shared/threads.ts';
+import { SECTION_HEADER_BYTES, type FrameBatch, type QueryResult, type TurnFinished } from '../shared/threads.ts';
 
 interface Section {
   buf: Buffer;
@@ -25,7 +25,12 @@ export class Outbox {
   #started: number[] = [];
   #done: number[] = [];
   #queries: QueryResult[] = [];
+  #finished: TurnFinished[] = [];
+  #events: Section = { buf: Buffer.allocUnsafe(INITIAL_SECTION_BYTES), len: 0 };
+  #eventAgents: string[] = [];
   #scheduled = false;
+  /** Someone watches the agent event stream (main says so); agent events are encoded only then. */
+  observing = false;
   readonly #flushNow = (): void => this.flush();
 
   constructor(post: PostBatch) {
@@ -51,6 +56,28 @@ export class Outbox {
   /** Marks a request's first frame as part of this batch (main tracks it for crash recovery). */
   started(conn: number, req: number): void {
     this.#started.push(conn, req);
+  }
+
+  /** Encodes one agent event, once, for every observer main will write it to. */
+  agentEvent(agent: string, value: unknown): void {
+    const body = packr.pack(value);
+    const ev = this.#events;
+    if (ev.len + 4 + body.length > ev.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(ev.buf.length * 2, ev.len + 4 + body.length));
+      ev.buf.copy(grown, 0, 0, ev.len);
+      ev.buf = grown;
+    }
+    ev.buf.writeUInt32BE(body.length, ev.len);
+    ev.buf.set(body, ev.len + 4);
+    ev.len += 4 + body.length;
+    this.#eventAgents.push(agent);
+    this.#schedule();
+  }
+
+  /** A turn finished: main publishes `agent:<name>:done`. */
+  finished(record: TurnFinished): void {
+    this.#finished.push(record);
+    this.#schedule();
   }
 
   query(result: QueryResult): void {
@@ -99,11 +126,31 @@ export class Outbox {
       }
       this.#sections.clear();
     }
-    if (b === null && this.#done.length === 0 && this.#started.length === 0 && this.#queries.length === 0) return;
-    const batch: FrameBatch = { t: 'frames', b, started: this.#started, done: this.#done, queries: this.#queries };
+    let ev: ArrayBuffer | null = null;
+    if (this.#events.len > 0) {
+      ev = new ArrayBuffer(this.#events.len);
+      this.#events.buf.copy(Buffer.from(ev), 0, 0, this.#events.len);
+      this.#events.len = 0;
+    }
+    if (b === null && ev === null && this.#done.length === 0 && this.#started.length === 0 && this.#queries.length === 0 && this.#finished.length === 0) return;
+    const batch: FrameBatch = {
+      t: 'frames',
+      b,
+      started: this.#started,
+      done: this.#done,
+      queries: this.#queries,
+      ev,
+      evAgents: this.#eventAgents,
+      finished: this.#finished,
+    };
     this.#started = [];
     this.#done = [];
     this.#queries = [];
-    this.#post(batch, b === null ? [] : [b]);
+    this.#eventAgents = [];
+    this.#finished = [];
+    const transfer: ArrayBuffer[] = [];
+    if (b !== null) transfer.push(b);
+    if (ev !== null) transfer.push(ev);
+    this.#post(batch, transfer);
   }
 }

@@ -1,53 +1,93 @@
 /**
- * How a turn answers its request: `stream` sends every event as a frame and
- * ends with `end`; `send` stays silent and answers once with `response` (or
- * an error: 499 when cancelled, 500 when the model failed).
+ * How a turn answers: `stream` sends every event as a frame and ends with
+ * `end`; `send` stays silent and answers once with `response` (or an error:
+ * 499 when cancelled, 500 when the model failed); `event` (fired by the bus)
+ * answers no one. Whatever the mode, while anyone observes the agent event
+ * stream, each event is also encoded once as an `agent_event` for them.
  */
 import { Code } from '../shared/errors.ts';
 import { StopReason, type EndEvent } from '../shared/protocol.ts';
 import type { TurnRequest } from '../shared/threads.ts';
 import type { Outbox } from './outbox.ts';
 
+/** Stream event → agent event kind (events without a kind are not observed). */
+const KIND: Record<string, string | undefined> = {
+  text_start: 'text_start',
+  chunk: 'text_delta',
+  text_end: 'text_end',
+  thinking_start: 'thinking_start',
+  thinking: 'thinking_delta',
+  thinking_end: 'thinking_end',
+  tool_start: 'tool_start',
+  tool_result: 'tool_result',
+  tools_complete: 'tools_complete',
+};
+
 export class TurnReply {
   readonly #outbox: Outbox;
-  readonly #conn: number;
-  readonly #req: number;
+  readonly #req: TurnRequest;
   readonly #streaming: boolean;
+  #agent: string;
 
   constructor(outbox: Outbox, req: TurnRequest) {
     this.#outbox = outbox;
-    this.#conn = req.conn;
-    this.#req = req.req;
+    this.#req = req;
     this.#streaming = req.mode === 'stream';
+    this.#agent = req.guest ?? req.agent;
   }
 
   start(agent: string): void {
+    this.#agent = agent;
     if (!this.#streaming) return;
-    this.#outbox.started(this.#conn, this.#req);
-    this.event('start', { agent });
+    this.#outbox.started(this.#req.conn, this.#req.req);
+    this.#outbox.frame(this.#req.conn, this.#req.req, false, { stream: { start: { agent } } });
   }
 
   /** Bound once per turn, handed to the agent loop as its emitter. */
   readonly event = (name: string, body: Record<string, unknown>): void => {
-    if (this.#streaming) this.#outbox.frame(this.#conn, this.#req, false, { stream: { [name]: body } });
+    if (this.#streaming) this.#outbox.frame(this.#req.conn, this.#req.req, false, { stream: { [name]: body } });
+    if (this.#outbox.observing) {
+      const kind = KIND[name];
+      if (kind !== undefined) this.#observe(kind, body);
+    }
   };
 
+  #observe(kind: string, body: Record<string, unknown>): void {
+    const req = this.#req;
+    const ev: Record<string, unknown> = {
+      agent: this.#agent,
+      sender: req.sender,
+      kind,
+      content: typeof body.content === 'string' ? body.content : '',
+      timestamp: new Date().toISOString(),
+      ephemeral: req.ephemeral,
+    };
+    if (kind === 'tool_start') ev.tool_calls = body.calls;
+    if (kind === 'tool_result') {
+      ev.tool_output = body.output;
+      ev.tool_is_error = body.is_error;
+    }
+    if (req.correlationId !== null) ev.correlation_id = req.correlationId;
+    this.#outbox.agentEvent(this.#agent, { agent_event: ev });
+  }
+
   end(end: EndEvent, finalText: string): void {
-    if (this.#streaming) {
-      this.#outbox.frame(this.#conn, this.#req, true, { stream: { end } });
-    } else if (end.stop_reason === StopReason.Cancelled) {
-      this.error(Code.Cancelled, end.error || 'cancelled');
-    } else if (end.stop_reason === StopReason.Error) {
-      this.error(Code.Internal, end.error);
-    } else {
-      this.#outbox.frame(this.#conn, this.#req, true, {
-        response: { agent: end.agent, content: finalText, model: end.model, usage: end.usage },
-      });
+    const req = this.#req;
+    if (this.#outbox.observing) this.#observe('done', { content: finalText });
+    const finishedNormally = end.stop_reason !== StopReason.Cancelled && end.stop_reason !== StopReason.Error;
+    if (finishedNormally && req.guest === null && !req.ephemeral) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth });
+    if (req.mode === 'stream') {
+      this.#outbox.frame(req.conn, req.req, true, { stream: { end } });
+    } else if (req.mode === 'send') {
+      if (end.stop_reason === StopReason.Cancelled) this.error(Code.Cancelled, end.error || 'cancelled');
+      else if (end.stop_reason === StopReason.Error) this.error(Code.Internal, end.error);
+      else this.#outbox.frame(req.conn, req.req, true, { response: { agent: end.agent, content: finalText, model: end.model, usage: end.usage } });
     }
   }
 
   /** Refuses the request before it started (no `start` was sent). */
   error(code: number, message: string): void {
-    this.#outbox.frame(this.#conn, this.#req, true, { error: { code, message } });
+    if (this.#req.mode === 'event') return;
+    this.#outbox.frame(this.#req.conn, this.#req.req, true, { error: { code, message } });
   }
 }

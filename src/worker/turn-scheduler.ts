@@ -81,6 +81,9 @@ export class TurnScheduler {
       case 'agents':
         this.#agents = msg.agents;
         return;
+      case 'observe':
+        this.#outbox.observing = msg.on;
+        return;
       case 'shutdown':
         return this.#shutdown();
     }

@@ -1,0 +1,125 @@
+/**
+ * The event bus: a table of subscriptions, indexed by exact source, that
+ * turns published events into agent turns (PROTOCOL §4, Daemon and event
+ * bus). It lives on main, so a publish runs to completion without
+ * interleaving: a `once` subscription is removed from the table before the
+ * publish that fired it yields, and no other publish can fire it again.
+ */
+import type { Logger } from '../shared/log.ts';
+import type { StoragePool } from './storage-pool.ts';
+
+export interface SubscriptionInfo {
+  id: number;
+  source: string;
+  target_agent: string;
+  once: boolean;
+}
+
+interface Subscription extends SubscriptionInfo {
+  /** Set when removed, so a publish iterating a snapshot skips it. */
+  removed: boolean;
+}
+
+/** A chain of fires deeper than this is cut (PROTOCOL §4). */
+export const MAX_FIRE_DEPTH = 8;
+
+export interface EventBusOptions {
+  /** Persists the table; null with persistence off (ids then come from a counter). */
+  storage: StoragePool | null;
+  /** Starts the turn of a fired subscription; false if it could not (its agent is gone). */
+  fire(sub: SubscriptionInfo, payload: string, depth: number): boolean;
+  log: Logger;
+}
+
+export class EventBus {
+  readonly #opts: EventBusOptions;
+  readonly #byId = new Map<number, Subscription>();
+  readonly #bySource = new Map<string, Subscription[]>();
+  #nextId = 1;
+
+  constructor(opts: EventBusOptions, stored: readonly SubscriptionInfo[] = []) {
+    this.#opts = opts;
+    for (const s of stored) this.#add(s);
+  }
+
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  #add(info: SubscriptionInfo): Subscription {
+    const sub: Subscription = { ...info, removed: false };
+    this.#byId.set(sub.id, sub);
+    const list = this.#bySource.get(sub.source);
+    if (list === undefined) this.#bySource.set(sub.source, [sub]);
+    else list.push(sub);
+    if (sub.id >= this.#nextId) this.#nextId = sub.id + 1;
+    return sub;
+  }
+
+  #remove(sub: Subscription): void {
+    sub.removed = true;
+    this.#byId.delete(sub.id);
+    const list = this.#bySource.get(sub.source);
+    if (list === undefined) return;
+    // Replaced, not spliced: a publish may be iterating the old array.
+    const rest = list.filter((s) => s !== sub);
+    if (rest.length === 0) this.#bySource.delete(sub.source);
+    else this.#bySource.set(sub.source, rest);
+  }
+
+  async subscribe(source: string, targetAgent: string, once: boolean): Promise<SubscriptionInfo> {
+    const storage = this.#opts.storage;
+    const id = storage === null ? this.#nextId++ : await storage.run<number>({ op: 'subscription_insert', source, targetAgent, once });
+    return info(this.#add({ id, source, target_agent: targetAgent, once }));
+  }
+
+  /** False if there is no such subscription. */
+  async unsubscribe(id: number): Promise<boolean> {
+    const sub = this.#byId.get(id);
+    if (sub === undefined) return false;
+    this.#remove(sub);
+    await this.#opts.storage?.run({ op: 'subscription_delete', ids: [id] });
+    return true;
+  }
+
+  /** Subscriptions whose target agent is gone are removed with it. */
+  async removeAgent(agent: string): Promise<void> {
+    const gone = [...this.#byId.values()].filter((s) => s.target_agent === agent);
+    for (const s of gone) this.#remove(s);
+    if (gone.length > 0) await this.#opts.storage?.run({ op: 'subscription_delete', ids: gone.map((s) => s.id) });
+  }
+
+  list(): SubscriptionInfo[] {
+    return [...this.#byId.values()].sort((a, b) => a.id - b.id).map(info);
+  }
+
+  /**
+   * Fires every subscription of `source` (exact match) and removes the `once`
+   * ones; resolves with how many fired, once those removals are stored.
+   * `depth` is how many fires led to this publish (0 from a client).
+   */
+  async publish(source: string, payload: string, depth: number): Promise<number> {
+    const subs = this.#bySource.get(source);
+    if (subs === undefined) return 0;
+    if (depth + 1 > MAX_FIRE_DEPTH) {
+      this.#opts.log.warn({ source, depth }, `event chain deeper than ${MAX_FIRE_DEPTH} fires: not fired further`);
+      return 0;
+    }
+    let fired = 0;
+    const used: number[] = [];
+    for (const sub of subs) {
+      if (sub.removed) continue;
+      if (sub.once) {
+        this.#remove(sub);
+        used.push(sub.id);
+      }
+      if (this.#opts.fire(sub, payload, depth + 1)) fired++;
+    }
+    if (used.length > 0) await this.#opts.storage?.run({ op: 'subscription_delete', ids: used });
+    return fired;
+  }
+}
+
+function info(s: SubscriptionInfo): SubscriptionInfo {
+  return { id: s.id, source: s.source, target_agent: s.target_agent, once: s.once };
+}

@@ -1,0 +1,104 @@
+/**
+ * The agent event stream's observers (`subscribe_events`). Shards encode each
+ * agent event once; main writes those same bytes to every observer, behind a
+ * header naming that observer's request. An observer that reads too slowly
+ * loses events instead of slowing anyone: past a backlog bound its events are
+ * dropped and counted, and the first frame after the gap says how many.
+ */
+import { FLAG_LAST, frameOf, HEADER_BYTES } from '../shared/codec.ts';
+
+/** What an observer needs of its connection. */
+export interface ObserverSink {
+  readonly id: number;
+  /** Bytes queued on the socket and not yet sent. */
+  backlog(): number;
+  /** Writes a frame as a header and a body shared with other observers. */
+  writeShared(header: Uint8Array, body: Uint8Array): void;
+  write(frame: Uint8Array): void;
+}
+
+interface Observer {
+  sink: ObserverSink;
+  req: number;
+  /** null: every agent. */
+  agent: string | null;
+  dropped: number;
+}
+
+/** Backlog past which an observer's events are dropped: memory per observer stays bounded. */
+export const OBSERVER_BACKLOG_BYTES = 1024 * 1024;
+
+export class ObserverHub {
+  readonly #byConn = new Map<number, Map<number, Observer>>();
+  #count = 0;
+  readonly #onCountChange: (watching: boolean) => void;
+
+  /** `onCountChange(true)` when the first observer arrives, `(false)` when the last leaves. */
+  constructor(onCountChange: (watching: boolean) => void) {
+    this.#onCountChange = onCountChange;
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+
+  add(sink: ObserverSink, req: number, agent: string | null): void {
+    let mine = this.#byConn.get(sink.id);
+    if (mine === undefined) this.#byConn.set(sink.id, (mine = new Map()));
+    if (!mine.has(req)) this.#count++;
+    mine.set(req, { sink, req, agent, dropped: 0 });
+    if (this.#count === 1) this.#onCountChange(true);
+  }
+
+  /** Ends one observer with `closed {}` (LAST); false if the connection has no such open request. */
+  close(sink: ObserverSink, req: number): boolean {
+    const obs = this.#byConn.get(sink.id)?.get(req);
+    if (obs === undefined) return false;
+    this.#forget(sink.id, req);
+    sink.write(frameOf(req, FLAG_LAST, { closed: {} }));
+    return true;
+  }
+
+  /** The connection is gone: drop its observers without writing. */
+  connClosed(connId: number): void {
+    const mine = this.#byConn.get(connId);
+    if (mine === undefined) return;
+    for (const req of [...mine.keys()]) this.#forget(connId, req);
+  }
+
+  /** Ends every observer (shutdown). */
+  closeAll(): void {
+    for (const mine of [...this.#byConn.values()]) for (const obs of [...mine.values()]) this.close(obs.sink, obs.req);
+  }
+
+  #forget(connId: number, req: number): void {
+    const mine = this.#byConn.get(connId)!;
+    mine.delete(req);
+    if (mine.size === 0) this.#byConn.delete(connId);
+    this.#count--;
+    if (this.#count === 0) this.#onCountChange(false);
+  }
+
+  /** Writes one encoded `agent_event` body to every observer that wants `agent`'s events. */
+  broadcast(agent: string, body: Uint8Array): void {
+    for (const mine of this.#byConn.values()) {
+      for (const obs of mine.values()) {
+        if (obs.agent !== null && obs.agent !== agent) continue;
+        if (obs.sink.backlog() > OBSERVER_BACKLOG_BYTES) {
+          obs.dropped++;
+          continue;
+        }
+        if (obs.dropped > 0) {
+          const lagged = { agent_event: { agent, sender: '', kind: 'lagged', content: `${obs.dropped} events dropped`, timestamp: new Date().toISOString(), ephemeral: false } };
+          obs.sink.write(frameOf(obs.req, 0, lagged));
+          obs.dropped = 0;
+        }
+        const header = Buffer.allocUnsafe(HEADER_BYTES);
+        header.writeUInt32BE(body.length, 0);
+        header.writeUInt32BE(obs.req, 4);
+        header[8] = 0;
+        obs.sink.writeShared(header, body);
+      }
+    }
+  }
+}

@@ -25,8 +25,12 @@ interface Observer {
   dropped: number;
 }
 
-/** Backlog past which an observer's events are dropped: memory per observer stays bounded. */
-export const OBSERVER_BACKLOG_BYTES = 1024 * 1024;
+/**
+ * Backlog past which an observer's events are dropped: memory per observer
+ * stays bounded. Generous enough that an observer reading at full speed never
+ * loses events to one turn's burst (a whole reply can arrive in one batch).
+ */
+export const OBSERVER_BACKLOG_BYTES = 4 * 1024 * 1024;
 
 export class ObserverHub {
   readonly #byConn = new Map<number, Map<number, Observer>>();

@@ -1,7 +1,7 @@
 /**
- * The agents main knows: names for routing checks (404 before any `start`)
- * and `agent_info` for the agent operations. Shards get a copy of the
- * configs at start and with every change.
+ * The agents main knows: names for routing checks (404 before any `start`),
+ * `agent_info` for the agent operations, and the configs shards receive at
+ * start and after every change.
  */
 import type { AgentConfig } from '../shared/config.ts';
 
@@ -12,18 +12,25 @@ export interface AgentInfo {
   max_iterations: number;
   thinking: boolean;
   skills: string[];
+  /** The names of the agent's MCP servers (their settings stay in `config`). */
   mcps: string[];
+  /** The whole stored configuration, secrets included; cleared wherever a harness receives it. */
   config: Record<string, unknown>;
 }
 
 export class AgentRegistry {
   #agents: Record<string, AgentConfig>;
-  /** The agent whose model `list_models` calls active: the default agent, else the first by name. */
-  readonly defaultAgent: string;
+  readonly #preferredDefault: string;
 
-  constructor(agents: Record<string, AgentConfig>, defaultAgent: string) {
-    this.#agents = agents;
-    this.defaultAgent = agents[defaultAgent] !== undefined ? defaultAgent : Object.keys(agents).sort()[0]!;
+  constructor(agents: Record<string, AgentConfig>, preferredDefault: string) {
+    this.#agents = { ...agents };
+    this.#preferredDefault = preferredDefault;
+  }
+
+  /** The agent `list_models` and `set_active_model` speak of: `assistant` if it exists, else the first by name. */
+  get defaultAgent(): string | null {
+    if (this.has(this.#preferredDefault)) return this.#preferredDefault;
+    return Object.keys(this.#agents).sort()[0] ?? null;
   }
 
   get size(): number {
@@ -34,22 +41,35 @@ export class AgentRegistry {
     return Object.hasOwn(this.#agents, name);
   }
 
-  /** The configs as shards receive them. */
+  get(name: string): AgentConfig | undefined {
+    return this.has(name) ? this.#agents[name] : undefined;
+  }
+
+  /** The configs as shards receive them (a new object after every change). */
   all(): Record<string, AgentConfig> {
     return this.#agents;
   }
 
+  set(name: string, config: AgentConfig): void {
+    this.#agents = { ...this.#agents, [name]: config };
+  }
+
+  remove(name: string): void {
+    const { [name]: _gone, ...rest } = this.#agents;
+    this.#agents = rest;
+  }
+
   info(name: string): AgentInfo | undefined {
-    if (!this.has(name)) return undefined;
-    const c = this.#agents[name]!;
+    const c = this.get(name);
+    if (c === undefined) return undefined;
     return {
       name,
       description: c.description,
       model: c.model,
       max_iterations: c.max_iterations,
-      thinking: false,
-      skills: [],
-      mcps: [],
+      thinking: c.thinking,
+      skills: [...c.skills],
+      mcps: Object.keys(c.mcps),
       config: structuredClone(c) as unknown as Record<string, unknown>,
     };
   }
@@ -61,12 +81,7 @@ export class AgentRegistry {
   }
 
   activeModel(): string {
-    return this.#agents[this.defaultAgent]!.model;
-  }
-
-  models(): { name: string; active: boolean }[] {
-    const active = this.activeModel();
-    const names = new Set(['echo', ...Object.values(this.#agents).map((a) => a.model)]);
-    return [...names].sort().map((name) => ({ name, active: name === active }));
+    const d = this.defaultAgent;
+    return d === null ? '' : this.#agents[d]!.model;
   }
 }

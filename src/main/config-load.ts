@@ -76,6 +76,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     shutdownGraceMs: file.shutdown_grace_ms ?? DEFAULTS.shutdownGraceMs,
     defaultSender: file.default_sender ?? DEFAULTS.defaultSender,
     logLevel: flags.logLevel ?? env.AGENTD_LOG_LEVEL ?? file.log_level ?? DEFAULTS.logLevel,
+    providers: file.providers ?? {},
     persist: file.persist ?? DEFAULTS.persist,
     memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
     storageThreads: file.storage_threads ?? DEFAULTS.storageThreads,

@@ -10,9 +10,11 @@ import type { Server, Socket } from 'node:net';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ResolvedConfig } from '../shared/config.ts';
+import { validateAgentConfig, type AgentConfig, type ResolvedConfig } from '../shared/config.ts';
+import type { Db } from '../shared/db.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import { AgentRegistry } from './agent-registry.ts';
+import { AgentService } from './agent-service.ts';
 import { DEFAULT_AGENT_NAME } from './config-load.ts';
 import { Connection, type ConnectionHost } from './connection.ts';
 import { createDispatch, type Dispatch } from './dispatch.ts';
@@ -68,7 +70,7 @@ export class Daemon implements ConnectionHost {
   async start(): Promise<void> {
     const { config } = this;
     mkdirSync(config.home, { recursive: true, mode: 0o700 });
-    const agents = new AgentRegistry(config.agents, DEFAULT_AGENT_NAME);
+    let agentConfigs = config.agents;
     const crashToken = process.env[CRASH_TOKEN_ENV] || null;
     const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
     let stored: SubscriptionInfo[] = [];
@@ -79,8 +81,10 @@ export class Daemon implements ConnectionHost {
           .prepare<[], { id: number; source: string; target_agent: string; once: number }>('SELECT id, source, target_agent, once FROM subscriptions ORDER BY id')
           .all()
           .map((r) => ({ ...r, once: r.once === 1 }));
+        agentConfigs = loadAgents(db, config, this.log);
       });
     }
+    const agents = new AgentRegistry(agentConfigs, DEFAULT_AGENT_NAME);
     const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
     const writeLock = createWriteLockBuffer();
     if (dbPath !== null) this.#storage = new StoragePool(config.storageThreads, dbPath, writeLock);
@@ -88,7 +92,7 @@ export class Daemon implements ConnectionHost {
 
     const pool = new ShardPool({
       count: config.workers,
-      init: (index) => ({ index, shards: config.workers, agents: agents.all(), logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard, writeLock }),
+      init: (index) => ({ index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard, writeLock }),
       writeLock,
       deliver: (conn, frames) => this.#connections.get(conn)?.write(frames),
       agentEvent: (agent, body) => observers.broadcast(agent, body),
@@ -128,6 +132,7 @@ export class Daemon implements ConnectionHost {
       bus,
       observers,
       agents,
+      agentService: new AgentService({ agents, pool, storage: this.#storage, bus, providers: config.providers, log: this.log }),
       defaultSender: config.defaultSender,
       startedAt: Date.now(),
       connections: () => this.#connections.size,
@@ -199,6 +204,36 @@ export class Daemon implements ConnectionHost {
     await this.#storage?.close();
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
   }
+}
+
+/**
+ * The agents of a database: seeded from the config file on the first start
+ * only, then managed over the protocol. A stored agent that no longer
+ * validates (its provider left the file, say) is still loaded; its turns
+ * then fail with a clear error rather than the daemon refusing to start.
+ */
+function loadAgents(db: Db, config: ResolvedConfig, log: Logger): Record<string, AgentConfig> {
+  const seeded = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'agents_seeded'").get();
+  if (seeded === undefined) {
+    const at = new Date().toISOString();
+    const insert = db.prepare<[string, string, string, string]>('INSERT OR REPLACE INTO agents (name, config, created_at, updated_at) VALUES (?, ?, ?, ?)');
+    db.transaction(() => {
+      for (const [name, agent] of Object.entries(config.agents)) insert.run(name, JSON.stringify(agent), at, at);
+      db.prepare("INSERT INTO meta (key, value) VALUES ('agents_seeded', ?)").run(at);
+    })();
+  }
+  const providers = Object.keys(config.providers);
+  const out: Record<string, AgentConfig> = {};
+  for (const row of db.prepare<[], { name: string; config: string }>('SELECT name, config FROM agents ORDER BY name').all()) {
+    const raw = JSON.parse(row.config) as Record<string, unknown>;
+    const own = typeof raw.provider === 'string' ? [raw.provider] : [];
+    try {
+      out[row.name] = validateAgentConfig(raw, 'database', `agents.${row.name}`, [...providers, ...own]);
+    } catch (err) {
+      log.error({ agent: row.name, err: (err as Error).message }, 'a stored agent does not validate; it is not loaded');
+    }
+  }
+  return out;
 }
 
 export async function startDaemon(config: ResolvedConfig): Promise<Daemon> {

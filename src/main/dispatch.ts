@@ -14,6 +14,7 @@ import type { AgentRegistry } from './agent-registry.ts';
 import type { ShardPool } from './shard-pool.ts';
 import type { StoragePool } from './storage-pool.ts';
 import type { EventBus } from './event-bus.ts';
+import type { AgentService } from './agent-service.ts';
 import type { ObserverHub, ObserverSink } from './observers.ts';
 import type { StorageTask } from '../shared/threads.ts';
 
@@ -31,6 +32,7 @@ export interface DispatchContext {
   storage: StoragePool | null;
   bus: EventBus;
   observers: ObserverHub;
+  agentService: AgentService;
   agents: AgentRegistry;
   defaultSender: string;
   startedAt: number;
@@ -52,7 +54,7 @@ interface OpSpec {
 }
 
 /** Operations of PROTOCOL.md that this version does not serve yet. */
-const NOT_YET = ['create_agent', 'update_agent', 'delete_agent', 'list_skills', 'get_skill', 'set_active_model'];
+const NOT_YET = ['list_skills', 'get_skill'];
 
 export function createDispatch(ctx: DispatchContext): Dispatch {
   const { pool, agents } = ctx;
@@ -206,7 +208,25 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
     if (info === undefined) throw new AgentdError(Code.NotFound, `unknown agent "${String(args.name)}"`);
     return { agent_info: info };
   });
-  op('list_models', () => ({ model_list: { models: agents.models() } }));
+  op('create_agent', async (_from, _req, args) => {
+    const name = str('create_agent', args, 'name');
+    if (!isPlainMap(args.config)) throw new AgentdError(Code.BadRequest, 'create_agent.config must be a map');
+    return { agent_info: await ctx.agentService.create(name, args.config) };
+  });
+  op('update_agent', async (_from, _req, args) => {
+    const name = nonEmptyStr('update_agent', args, 'name');
+    if (!isPlainMap(args.config)) throw new AgentdError(Code.BadRequest, 'update_agent.config must be a map (a JSON merge patch)');
+    return { agent_info: await ctx.agentService.update(name, args.config) };
+  });
+  op('delete_agent', async (_from, _req, args) => {
+    await ctx.agentService.delete(nonEmptyStr('delete_agent', args, 'name'));
+    return { pong: {} };
+  });
+  op('list_models', async () => ({ model_list: { models: await ctx.agentService.models() } }));
+  op('set_active_model', async (_from, _req, args) => {
+    await ctx.agentService.setActiveModel(nonEmptyStr('set_active_model', args, 'model'));
+    return { pong: {} };
+  });
   for (const name of NOT_YET) {
     op(name, () => {
       throw new AgentdError(Code.Internal, `operation "${name}" is not available in agentd ${VERSION} yet`);

@@ -82,11 +82,11 @@ export class EventBus {
     return true;
   }
 
-  /** Subscriptions whose target agent is gone are removed with it. */
-  async removeAgent(agent: string): Promise<void> {
+  /** Subscriptions whose target agent is gone go with it (`stored: false`: their rows are already deleted). */
+  async removeAgent(agent: string, opts: { stored: boolean } = { stored: true }): Promise<void> {
     const gone = [...this.#byId.values()].filter((s) => s.target_agent === agent);
     for (const s of gone) this.#remove(s);
-    if (gone.length > 0) await this.#opts.storage?.run({ op: 'subscription_delete', ids: gone.map((s) => s.id) });
+    if (gone.length > 0 && opts.stored) await this.#opts.storage?.run({ op: 'subscription_delete', ids: gone.map((s) => s.id) });
   }
 
   list(): SubscriptionInfo[] {

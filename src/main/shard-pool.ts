@@ -26,6 +26,7 @@ import {
   type FromShard,
   type FrameBatch,
   type ShardInit,
+  type ShardQuery,
   type ToShard,
   type TurnFinished,
 } from '../shared/threads.ts';
@@ -71,6 +72,8 @@ export interface ShardPoolOptions {
 }
 
 const QUERY_TIMEOUT_MS = 5_000;
+/** Purging waits for cancelled turns to reach their next await point. */
+const PURGE_TIMEOUT_MS = 30_000;
 
 function shardScript(): URL {
   // From source, workers need the tsx bootstrap; built, the .js loads directly.
@@ -137,15 +140,25 @@ export class ShardPool {
 
   /** Asks every shard for its active conversations. */
   async activeConversations(agent: string | null, sender: string | null): Promise<ActiveConversation[]> {
-    const parts = await Promise.all(
+    return (await this.#askAll((qid) => ({ t: 'query', qid, q: 'active', agent, sender }), QUERY_TIMEOUT_MS)).flat();
+  }
+
+  /** Has every shard cancel and forget a deleted agent's conversations; resolves once all have. */
+  async purgeAgent(agent: string): Promise<void> {
+    await this.#askAll((qid) => ({ t: 'query', qid, q: 'purge_agent', agent }), PURGE_TIMEOUT_MS);
+  }
+
+  /** Sends a query to every shard and gathers the answers; a dead shard answers empty. */
+  #askAll(build: (qid: number) => ShardQuery, timeoutMs: number): Promise<ActiveConversation[][]> {
+    return Promise.all(
       this.#shards.map(
         (s) =>
           new Promise<ActiveConversation[]>((resolve, reject) => {
             const qid = this.#nextQid++;
             const timer = setTimeout(() => {
               s.queries.delete(qid);
-              reject(new Error(`shard ${s.index} did not answer within ${QUERY_TIMEOUT_MS} ms`));
-            }, QUERY_TIMEOUT_MS);
+              reject(new Error(`shard ${s.index} did not answer within ${timeoutMs} ms`));
+            }, timeoutMs);
             timer.unref();
             s.queries.set(qid, {
               resolve: (r) => {
@@ -153,11 +166,10 @@ export class ShardPool {
                 resolve(r);
               },
             });
-            this.#enqueue(s, { t: 'query', qid, q: 'active', agent, sender });
+            this.#enqueue(s, build(qid));
           }),
       ),
     );
-    return parts.flat();
   }
 
   /** Resolves once no request is in flight on any shard. */

@@ -12,11 +12,48 @@ export interface EchoOptions {
   cpu_us: number;
 }
 
+/** The capabilities a harness may be granted (PROTOCOL §5). */
+export const CAPABILITIES = ['peers.list', 'sessions.search', 'skills.list', 'skills.get'] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+export interface HarnessConfig {
+  /** A JS module exporting `tools`; a relative path is taken from $AGENTD_HOME. */
+  module: string;
+  capabilities: Capability[];
+}
+
+/** An MCP server's settings, stored with the agent (its env and headers may hold secrets). */
+export interface McpConfig {
+  command?: string;
+  args?: string[];
+  url?: string;
+  env?: Record<string, string>;
+  headers?: Record<string, string>;
+}
+
 export interface AgentConfig {
   model: string;
+  /** The provider serving `model`; null for the built-in `echo`. */
+  provider: string | null;
   description: string;
+  system_prompt: string;
   max_iterations: number;
+  thinking: boolean;
+  /** Skills the agent's harness may see; empty means all. */
+  skills: string[];
+  /** Exactly these tools when set; null means the built-ins plus every harness tool. */
+  tools: string[] | null;
+  harnesses: HarnessConfig[];
+  mcps: Record<string, McpConfig>;
   echo: EchoOptions;
+}
+
+export interface ProviderConfig {
+  type: 'openai';
+  base_url: string;
+  /** The name of the environment variable holding the API key; the key itself is never stored. */
+  api_key_env: string | null;
+  headers: Record<string, string>;
 }
 
 export const AGENT_DEFAULTS = {
@@ -47,6 +84,7 @@ export interface ResolvedConfig {
   shutdownGraceMs: number;
   defaultSender: string;
   logLevel: string;
+  providers: Record<string, ProviderConfig>;
   /** false only for benchmarks: nothing is stored, nothing survives a restart. */
   persist: boolean;
   /** Idle conversations kept in memory across all shards before the least recently used are evicted. */
@@ -110,6 +148,7 @@ export interface FileSettings {
   shutdown_grace_ms?: number;
   default_sender?: string;
   log_level?: string;
+  providers?: Record<string, ProviderConfig>;
   persist?: boolean;
   memory_conversations?: number;
   storage_threads?: number;
@@ -118,10 +157,12 @@ export interface FileSettings {
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'max_body_bytes', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'persist', 'memory_conversations', 'storage_threads', 'agents',
+  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
 ];
-const AGENT_KEYS = ['model', 'description', 'max_iterations', 'echo'];
+const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'mcps', 'echo'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
+const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers'];
+const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers'];
 
 function positiveInt(v: unknown, source: string, field: string, min = 1): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
@@ -145,7 +186,26 @@ function onlyKeys(map: Record<string, unknown>, allowed: string[], source: strin
   }
 }
 
-export function validateAgentConfig(raw: unknown, source: string, path: string): AgentConfig {
+function stringList(v: unknown, source: string, field: string): string[] {
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new ConfigError(source, field, 'must be a list of strings');
+  return [...v] as string[];
+}
+
+function stringMap(v: unknown, source: string, field: string): Record<string, string> {
+  if (!isPlainMap(v) || !Object.values(v).every((x) => typeof x === 'string')) throw new ConfigError(source, field, 'must be a map of strings');
+  return { ...(v as Record<string, string>) };
+}
+
+function bool(v: unknown, source: string, field: string): boolean {
+  if (typeof v !== 'boolean') throw new ConfigError(source, field, `must be true or false, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/**
+ * Validates one agent's configuration field by field; a ConfigError names the
+ * field. `providers` are the configured provider names, to check `provider`.
+ */
+export function validateAgentConfig(raw: unknown, source: string, path: string, providers: readonly string[] = []): AgentConfig {
   if (!isPlainMap(raw)) throw new ConfigError(source, path, 'must be an object');
   onlyKeys(raw, AGENT_KEYS, source, path);
   const echo: EchoOptions = { delay_ms: 0, cpu_us: 0 };
@@ -155,13 +215,78 @@ export function validateAgentConfig(raw: unknown, source: string, path: string):
     if (raw.echo.delay_ms !== undefined) echo.delay_ms = positiveInt(raw.echo.delay_ms, source, `${path}.echo.delay_ms`, 0);
     if (raw.echo.cpu_us !== undefined) echo.cpu_us = positiveInt(raw.echo.cpu_us, source, `${path}.echo.cpu_us`, 0);
   }
+  const model = raw.model === undefined ? AGENT_DEFAULTS.model : string(raw.model, source, `${path}.model`, false);
+  const provider = raw.provider === undefined || raw.provider === null ? null : string(raw.provider, source, `${path}.provider`, false);
+  if (model !== 'echo' && provider === null) {
+    throw new ConfigError(source, `${path}.provider`, `is required for model "${model}" (only "echo" is built in)`);
+  }
+  if (provider !== null && !providers.includes(provider)) {
+    throw new ConfigError(source, `${path}.provider`, `names no configured provider (configured: ${providers.join(', ') || 'none'})`);
+  }
+  const harnesses: HarnessConfig[] = [];
+  if (raw.harnesses !== undefined) {
+    if (!Array.isArray(raw.harnesses)) throw new ConfigError(source, `${path}.harnesses`, 'must be a list of {module, capabilities}');
+    raw.harnesses.forEach((h, i) => {
+      const at = `${path}.harnesses[${i}]`;
+      if (!isPlainMap(h)) throw new ConfigError(source, at, 'must be an object {module, capabilities}');
+      onlyKeys(h, ['module', 'capabilities'], source, at);
+      const caps = h.capabilities === undefined ? [] : stringList(h.capabilities, source, `${at}.capabilities`);
+      for (const c of caps) {
+        if (!(CAPABILITIES as readonly string[]).includes(c)) throw new ConfigError(source, `${at}.capabilities`, `has unknown capability "${c}" (known: ${CAPABILITIES.join(', ')})`);
+      }
+      harnesses.push({ module: string(h.module, source, `${at}.module`, false), capabilities: caps as Capability[] });
+    });
+  }
+  const mcps: Record<string, McpConfig> = {};
+  if (raw.mcps !== undefined) {
+    if (!isPlainMap(raw.mcps)) throw new ConfigError(source, `${path}.mcps`, 'must be a map of name -> MCP server settings');
+    for (const [name, m] of Object.entries(raw.mcps)) {
+      const at = `${path}.mcps.${name}`;
+      if (!isPlainMap(m)) throw new ConfigError(source, at, 'must be an object');
+      onlyKeys(m, MCP_KEYS, source, at);
+      const mcp: McpConfig = {};
+      if (m.command !== undefined) mcp.command = string(m.command, source, `${at}.command`, false);
+      if (m.args !== undefined) mcp.args = stringList(m.args, source, `${at}.args`);
+      if (m.url !== undefined) mcp.url = string(m.url, source, `${at}.url`, false);
+      if (m.env !== undefined) mcp.env = stringMap(m.env, source, `${at}.env`);
+      if (m.headers !== undefined) mcp.headers = stringMap(m.headers, source, `${at}.headers`);
+      mcps[name] = mcp;
+    }
+  }
   return {
-    model: raw.model === undefined ? AGENT_DEFAULTS.model : string(raw.model, source, `${path}.model`, false),
+    model,
+    provider,
     description: raw.description === undefined ? AGENT_DEFAULTS.description : string(raw.description, source, `${path}.description`),
+    system_prompt: raw.system_prompt === undefined ? '' : string(raw.system_prompt, source, `${path}.system_prompt`),
     max_iterations:
       raw.max_iterations === undefined ? AGENT_DEFAULTS.max_iterations : positiveInt(raw.max_iterations, source, `${path}.max_iterations`),
+    thinking: raw.thinking === undefined ? false : bool(raw.thinking, source, `${path}.thinking`),
+    skills: raw.skills === undefined ? [] : stringList(raw.skills, source, `${path}.skills`),
+    tools: raw.tools === undefined || raw.tools === null ? null : stringList(raw.tools, source, `${path}.tools`),
+    harnesses,
+    mcps,
     echo,
   };
+}
+
+export function validateProviders(raw: unknown, source: string): Record<string, ProviderConfig> {
+  if (!isPlainMap(raw)) throw new ConfigError(source, 'providers', 'must be an object of name -> provider');
+  const out: Record<string, ProviderConfig> = {};
+  for (const [name, p] of Object.entries(raw)) {
+    const at = `providers.${name}`;
+    if (!isPlainMap(p)) throw new ConfigError(source, at, 'must be an object');
+    onlyKeys(p, PROVIDER_KEYS, source, at);
+    if (p.type !== 'openai') throw new ConfigError(source, `${at}.type`, 'must be "openai" (an OpenAI-compatible endpoint)');
+    const baseUrl = string(p.base_url, source, `${at}.base_url`, false);
+    if (!/^https?:\/\//.test(baseUrl)) throw new ConfigError(source, `${at}.base_url`, 'must be an http:// or https:// URL');
+    out[name] = {
+      type: 'openai',
+      base_url: baseUrl,
+      api_key_env: p.api_key_env === undefined ? null : string(p.api_key_env, source, `${at}.api_key_env`, false),
+      headers: p.headers === undefined ? {} : stringMap(p.headers, source, `${at}.headers`),
+    };
+  }
+  return out;
 }
 
 export function validateFileSettings(raw: unknown, source: string): FileSettings {
@@ -187,6 +312,8 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   }
   if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
   if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');
+  if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
+  const providerNames = Object.keys(out.providers ?? {});
   if (raw.agents !== undefined) {
     if (!isPlainMap(raw.agents)) throw new ConfigError(source, 'agents', 'must be an object of name -> agent config');
     const agents: Record<string, AgentConfig> = {};
@@ -194,7 +321,7 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
       if (!isValidAgentName(name)) {
         throw new ConfigError(source, `agents.${name}`, 'is not a valid agent name (1-64 of letters, digits, "-", "_", ".", not starting with ".")');
       }
-      agents[name] = validateAgentConfig(cfg, source, `agents.${name}`);
+      agents[name] = validateAgentConfig(cfg, source, `agents.${name}`, providerNames);
     }
     if (Object.keys(agents).length === 0) throw new ConfigError(source, 'agents', 'must name at least one agent');
     out.agents = agents;

@@ -58,6 +58,19 @@ const MIGRATIONS: readonly string[] = [
     created_at   TEXT NOT NULL
   );
   `,
+  // 3: agents managed over the protocol (agentd.json seeds them once), and small daemon facts.
+  `
+  CREATE TABLE agents (
+    name       TEXT PRIMARY KEY,
+    config     TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -3,7 +3,7 @@
  * sends a shard in one event-loop turn into one array; a shard batches the
  * reply frames it produces into one transferred buffer (see FrameBatch).
  */
-import type { AgentConfig } from './config.ts';
+import type { AgentConfig, ProviderConfig } from './config.ts';
 import type { OnBusy, ToolChoice } from './protocol.ts';
 
 /** What a shard receives when it starts (workerData). */
@@ -17,6 +17,9 @@ export interface ShardInit {
   /** The shards' shared write lock (see WriteLock). */
   writeLock: SharedArrayBuffer;
   agents: Record<string, AgentConfig>;
+  providers: Record<string, ProviderConfig>;
+  /** $AGENTD_HOME: relative harness module paths start here. */
+  home: string;
   logLevel: string;
   /** Test-only fault injection (AGENTD_TEST_CRASH_TOKEN); null in production. */
   crashToken: string | null;
@@ -73,13 +76,13 @@ export interface ConnClosed {
   conn: number;
 }
 
-export interface ActiveQuery {
-  t: 'query';
-  qid: number;
-  q: 'active';
-  agent: string | null;
-  sender: string | null;
-}
+/** Questions main asks every shard; each answers with a QueryResult of the same qid. */
+export type ShardQuery =
+  | { t: 'query'; qid: number; q: 'active'; agent: string | null; sender: string | null }
+  /** Cancel and forget every conversation of a deleted agent; answered once its running turns have ended. */
+  | { t: 'query'; qid: number; q: 'purge_agent'; agent: string };
+
+export type ActiveQuery = Extract<ShardQuery, { q: 'active' }>;
 
 export interface AgentsUpdate {
   t: 'agents';
@@ -97,7 +100,7 @@ export interface ShutdownRequest {
   t: 'shutdown';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | AgentsUpdate | ObserveUpdate | ShutdownRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ShardQuery | AgentsUpdate | ObserveUpdate | ShutdownRequest;
 
 export interface ActiveConversation {
   agent: string;
@@ -158,6 +161,10 @@ export type StorageTask =
   | { op: 'list_conversations'; agent: string | null; sender: string | null }
   | { op: 'subscription_insert'; source: string; targetAgent: string; once: boolean }
   | { op: 'subscription_delete'; ids: number[] }
+  /** Creates or replaces an agent's stored configuration. */
+  | { op: 'agent_upsert'; name: string; config: string }
+  /** Deletes an agent, its conversations (and their search entries) and its subscriptions. */
+  | { op: 'agent_delete'; name: string }
   | {
       op: 'search_sessions';
       query: string;

@@ -10,6 +10,7 @@ import { openDatabase } from '../shared/db.ts';
 import { Outbox } from './outbox.ts';
 import { ConversationStore } from './store.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
+import { Models } from './models/index.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
 
 const init = workerData as ShardInit;
@@ -17,7 +18,14 @@ const port = parentPort!;
 const log = createLogger(init.logLevel, { shard: init.index });
 const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
 const store = init.dbPath === null ? null : new ConversationStore(openDatabase(init.dbPath), new WriteLock(init.writeLock, ownerToken(init.index)));
-const scheduler = new TurnScheduler({ outbox, agents: init.agents, log, store, memoryConversations: init.memoryConversations });
+const scheduler = new TurnScheduler({
+  outbox,
+  agents: init.agents,
+  log,
+  store,
+  memoryConversations: init.memoryConversations,
+  models: new Models(init.providers),
+});
 
 port.on('message', (batch: ToShard[]) => {
   for (const msg of batch) {

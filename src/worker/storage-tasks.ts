@@ -26,6 +26,14 @@ function prepare(db: Db) {
       'INSERT INTO subscriptions (source, target_agent, once, created_at) VALUES (?, ?, ?, ?) RETURNING id',
     ),
     deleteSubscription: db.prepare<[number]>('DELETE FROM subscriptions WHERE id = ?'),
+    upsertAgent: db.prepare<[string, string, string, string]>(
+      'INSERT INTO agents (name, config, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at',
+    ),
+    deleteAgentFts: db.prepare<[string]>('DELETE FROM messages_fts WHERE rowid IN (SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.agent = ?)'),
+    deleteAgentTitleFts: db.prepare<[string]>('DELETE FROM conversations_fts WHERE rowid IN (SELECT id FROM conversations WHERE agent = ?)'),
+    deleteAgentConversations: db.prepare<[string]>('DELETE FROM conversations WHERE agent = ?'),
+    deleteAgentSubscriptions: db.prepare<[string]>('DELETE FROM subscriptions WHERE target_agent = ?'),
+    deleteAgent: db.prepare<[string]>('DELETE FROM agents WHERE name = ?'),
   };
 }
 
@@ -39,6 +47,14 @@ const deleteMany = db.transaction((ids: readonly number[]) => {
   return n;
 });
 
+const deleteAgent = db.transaction((name: string) => {
+  statements.deleteAgentFts.run(name);
+  statements.deleteAgentTitleFts.run(name);
+  statements.deleteAgentConversations.run(name); // messages go by ON DELETE CASCADE
+  statements.deleteAgentSubscriptions.run(name);
+  statements.deleteAgent.run(name);
+});
+
 export default function handle(task: StorageTask): unknown {
   switch (task.op) {
     case 'list_conversations':
@@ -49,5 +65,13 @@ export default function handle(task: StorageTask): unknown {
       return lock.with(() => statements.insertSubscription.get(task.source, task.targetAgent, task.once ? 1 : 0, now())!.id);
     case 'subscription_delete':
       return lock.with(() => deleteMany.immediate(task.ids));
+    case 'agent_upsert': {
+      const at = now();
+      lock.with(() => statements.upsertAgent.run(task.name, task.config, at, at));
+      return null;
+    }
+    case 'agent_delete':
+      lock.with(() => deleteAgent.immediate(task.name));
+      return null;
   }
 }

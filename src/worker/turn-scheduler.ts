@@ -11,7 +11,7 @@ import type { ActiveConversation, ActiveQuery, CompactRequest, KillRequest, Pair
 import type { Logger } from '../shared/log.ts';
 import { runAgentLoop } from './agent-loop.ts';
 import { Conversation, pairKey, type CompactJob, type Job, type Turn } from './conversation.ts';
-import { modelFor } from './models/index.ts';
+import { Models } from './models/index.ts';
 import type { Message } from './models/types.ts';
 import type { Outbox } from './outbox.ts';
 import type { ConversationStore } from './store.ts';
@@ -28,6 +28,7 @@ export const CancelReason = {
   Disconnect: 'connection closed',
   Shutdown: 'shutting down',
   Deleted: 'conversation deleted',
+  AgentDeleted: 'agent deleted',
 } as const;
 
 export interface SchedulerOptions {
@@ -38,6 +39,7 @@ export interface SchedulerOptions {
   store: ConversationStore | null;
   /** Idle conversations kept in memory; beyond it the least recently used are evicted. */
   memoryConversations: number;
+  models: Models;
 }
 
 export class TurnScheduler {
@@ -46,6 +48,7 @@ export class TurnScheduler {
   readonly #store: ConversationStore | null;
   readonly #writer: TurnWriter | null;
   readonly #memoryBudget: number;
+  readonly #models: Models;
   /** In least-recently-used order: a touched conversation moves to the end. */
   readonly #conversations = new Map<string, Conversation>();
   /** Open jobs per connection, so a disconnect cancels them without a scan. */
@@ -60,6 +63,7 @@ export class TurnScheduler {
     this.#store = opts.store;
     this.#writer = opts.store === null ? null : new TurnWriter(opts.store);
     this.#memoryBudget = opts.memoryConversations;
+    this.#models = opts.models;
   }
 
   handle(msg: ToShard): void {
@@ -77,7 +81,9 @@ export class TurnScheduler {
       case 'conn_closed':
         return this.#connClosed(msg.conn);
       case 'query':
-        return this.#outbox.query({ qid: msg.qid, result: this.#active(msg) });
+        if (msg.q === 'active') return this.#outbox.query({ qid: msg.qid, result: this.#active(msg) });
+        void this.#purgeAgent(msg.agent).then(() => this.#outbox.query({ qid: msg.qid, result: [] }));
+        return;
       case 'agents':
         this.#agents = msg.agents;
         return;
@@ -202,7 +208,7 @@ export class TurnScheduler {
         reply.end({ agent: answering, error, model: '', usage: zeroUsage(), stop_reason: StopReason.Error }, '');
         return;
       }
-      const model = modelFor(config);
+      const model = this.#models.for(config);
       if (model instanceof Error) {
         reply.end({ agent: answering, error: model.message, model: config.model, usage: zeroUsage(), stop_reason: StopReason.Error }, '');
         return;
@@ -248,7 +254,7 @@ export class TurnScheduler {
     try {
       const config = this.#agents[req.agent];
       if (config === undefined) return this.#error(req, Code.NotFound, `unknown agent "${req.agent}"`);
-      const model = modelFor(config);
+      const model = this.#models.for(config);
       if (model instanceof Error) return this.#error(req, Code.Internal, model.message);
       const summary = await summarize(model, config, conv.history, req.prompt, cancel);
       if (conv.deleted) return this.#error(req, Code.NotFound, 'the conversation was deleted');
@@ -324,6 +330,19 @@ export class TurnScheduler {
     // The running turn is cancelled first; the rows go once it has ended.
     if (conv.runningDone !== null) void conv.runningDone.then(finish);
     else finish();
+  }
+
+  /** The agent was deleted: cancel its conversations' jobs, forget them, and resolve once none runs. */
+  async #purgeAgent(agent: string): Promise<void> {
+    const running: Promise<void>[] = [];
+    for (const [key, conv] of this.#conversations) {
+      if (conv.agent !== agent) continue;
+      conv.deleted = true;
+      this.#conversations.delete(key);
+      this.#cancelConversation(conv, CancelReason.AgentDeleted);
+      if (conv.runningDone !== null) running.push(conv.runningDone);
+    }
+    await Promise.all(running);
   }
 
   #connClosed(conn: number): void {

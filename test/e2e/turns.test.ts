@@ -10,11 +10,13 @@ beforeAll(async () => {
   d = await startDaemon({
     workers: 2,
     config: {
+      // Port 9 on loopback: nothing listens, so every model call fails to connect.
+      providers: { nowhere: { type: 'openai', base_url: 'http://127.0.0.1:9/v1' } },
       agents: {
         assistant: { model: 'echo' },
         slow: { model: 'echo', echo: { delay_ms: 25 } },
         helper: { model: 'echo', description: 'a guest' },
-        broken: { model: 'gpt-nothing' },
+        broken: { model: 'gpt-nothing', provider: 'nowhere' },
       },
     },
   });
@@ -71,7 +73,7 @@ describe('a streamed turn', () => {
   it('a model failure is end.error on stream and 500 on send', async () => {
     const c = await client();
     const evs = await collect(c.stream('broken', 'hi'));
-    expect(end(evs)).toMatchObject({ stop_reason: 'error', error: expect.stringMatching(/no provider/) });
+    expect(end(evs)).toMatchObject({ stop_reason: 'error', error: expect.stringMatching(/nowhere: cannot reach http:\/\/127\.0\.0\.1:9\/v1/) });
     await expect(c.send('broken', 'hi')).rejects.toMatchObject({ code: 500 });
   });
 

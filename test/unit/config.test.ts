@@ -18,6 +18,13 @@ describe('config validation', () => {
     ['agent unknown field', { agents: { a: { modle: 'echo' } } }, /agents\.a\.modle is not a known option/],
     ['echo delay negative', { agents: { a: { echo: { delay_ms: -1 } } } }, /agents\.a\.echo\.delay_ms must be an integer >= 0/],
     ['log level', { log_level: 'loud' }, /log_level must be one of/],
+    ['a model without a provider', { agents: { a: { model: 'gpt-4o' } } }, /agents\.a\.provider is required for model "gpt-4o"/],
+    ['an unknown provider', { agents: { a: { model: 'm', provider: 'x' } } }, /agents\.a\.provider names no configured provider/],
+    ['a provider of another type', { providers: { p: { type: 'anthropic', base_url: 'http://x' } } }, /providers\.p\.type must be "openai"/],
+    ['a provider URL', { providers: { p: { type: 'openai', base_url: 'localhost:8080' } } }, /providers\.p\.base_url must be an http/],
+    ['an unknown capability', { agents: { a: { harnesses: [{ module: 'm.js', capabilities: ['sessions.delete'] }] } } }, /harnesses\[0\]\.capabilities has unknown capability "sessions\.delete"/],
+    ['skills not a list', { agents: { a: { skills: 'all' } } }, /agents\.a\.skills must be a list of strings/],
+    ['mcp env not strings', { agents: { a: { mcps: { gh: { env: { TOKEN: 1 } } } } } }, /agents\.a\.mcps\.gh\.env must be a map of strings/],
   ];
   for (const [name, raw, message] of bad) {
     it(`refuses ${name}`, () => {
@@ -32,7 +39,10 @@ describe('config validation', () => {
       'f',
     );
     expect(s.tcp).toBeNull();
-    expect(s.agents!.slow).toEqual({ model: 'echo', description: 'd', max_iterations: 4, echo: { delay_ms: 5, cpu_us: 10 } });
+    expect(s.agents!.slow).toEqual({
+      model: 'echo', provider: null, description: 'd', system_prompt: '', max_iterations: 4, thinking: false,
+      skills: [], tools: null, harnesses: [], mcps: {}, echo: { delay_ms: 5, cpu_us: 10 },
+    });
   });
 
   it('agent names follow the rule', () => {

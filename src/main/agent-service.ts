@@ -1,0 +1,120 @@
+/**
+ * Agent management (PROTOCOL §4, Agents, skills, models): every change is
+ * validated field by field, stored, and broadcast to the shards before it is
+ * acknowledged, so it reaches them before the next turn of that agent starts
+ * (main's messages to a shard are ordered).
+ */
+import { AgentdError, Code } from '../shared/errors.ts';
+import { ConfigError, isValidAgentName, validateAgentConfig, type AgentConfig, type ProviderConfig } from '../shared/config.ts';
+import { mergePatch } from '../shared/merge-patch.ts';
+import { listModels } from '../shared/provider-http.ts';
+import type { Logger } from '../shared/log.ts';
+import type { AgentInfo, AgentRegistry } from './agent-registry.ts';
+import type { EventBus } from './event-bus.ts';
+import type { ShardPool } from './shard-pool.ts';
+import type { StoragePool } from './storage-pool.ts';
+
+export interface AgentServiceOptions {
+  agents: AgentRegistry;
+  pool: ShardPool;
+  storage: StoragePool | null;
+  bus: EventBus;
+  providers: Record<string, ProviderConfig>;
+  log: Logger;
+}
+
+const MODEL_LIST_TIMEOUT_MS = 10_000;
+
+export class AgentService {
+  readonly #o: AgentServiceOptions;
+
+  constructor(opts: AgentServiceOptions) {
+    this.#o = opts;
+  }
+
+  #validate(op: string, raw: unknown): AgentConfig {
+    try {
+      return validateAgentConfig(raw, op, 'config', Object.keys(this.#o.providers));
+    } catch (err) {
+      if (err instanceof ConfigError) throw new AgentdError(Code.BadRequest, err.message);
+      throw err;
+    }
+  }
+
+  async #save(name: string, config: AgentConfig): Promise<AgentInfo> {
+    await this.#o.storage?.run({ op: 'agent_upsert', name, config: JSON.stringify(config) });
+    this.#o.agents.set(name, config);
+    this.#o.pool.broadcast({ t: 'agents', agents: this.#o.agents.all() });
+    return this.#o.agents.info(name)!;
+  }
+
+  async create(name: string, raw: unknown): Promise<AgentInfo> {
+    if (!isValidAgentName(name)) {
+      throw new AgentdError(Code.BadRequest, 'create_agent.name must be 1-64 letters, digits, "-", "_" or ".", not starting with "."');
+    }
+    if (this.#o.agents.has(name)) throw new AgentdError(Code.Conflict, `agent "${name}" exists already`);
+    return this.#save(name, this.#validate('create_agent', raw));
+  }
+
+  async update(name: string, patch: unknown): Promise<AgentInfo> {
+    const current = this.#o.agents.get(name);
+    if (current === undefined) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
+    return this.#save(name, this.#validate('update_agent', mergePatch(current, patch)));
+  }
+
+  /** Refuses new turns at once, cancels running ones, then deletes the agent with its conversations and subscriptions. */
+  async delete(name: string): Promise<void> {
+    if (!this.#o.agents.has(name)) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
+    this.#o.agents.remove(name);
+    this.#o.pool.broadcast({ t: 'agents', agents: this.#o.agents.all() });
+    await this.#o.pool.purgeAgent(name);
+    await this.#o.storage?.run({ op: 'agent_delete', name });
+    await this.#o.bus.removeAgent(name, { stored: false });
+  }
+
+  /** `echo` and whatever each configured endpoint offers; `active` is the default agent's model. */
+  async models(): Promise<{ name: string; active: boolean }[]> {
+    const active = this.#o.agents.activeModel();
+    const names = new Set<string>(['echo']);
+    const lists = await Promise.allSettled(
+      Object.entries(this.#o.providers).map(async ([provider, cfg]) => {
+        try {
+          return await listModels(cfg, AbortSignal.timeout(MODEL_LIST_TIMEOUT_MS));
+        } catch (err) {
+          this.#o.log.warn({ provider, err: (err as Error).message }, 'listing models failed');
+          throw err;
+        }
+      }),
+    );
+    for (const l of lists) if (l.status === 'fulfilled') for (const m of l.value) names.add(m);
+    if (lists.length > 0 && lists.every((l) => l.status === 'rejected')) {
+      throw new AgentdError(Code.Internal, `no provider answered: ${(lists[0] as PromiseRejectedResult).reason instanceof Error ? ((lists[0] as PromiseRejectedResult).reason as Error).message : ''}`);
+    }
+    return [...names].sort().map((name) => ({ name, active: name === active }));
+  }
+
+  /** Points the default agent at `model`, served by the first provider that offers it (its current one first). */
+  async setActiveModel(model: string): Promise<void> {
+    const name = this.#o.agents.defaultAgent;
+    if (name === null) throw new AgentdError(Code.NotFound, 'there is no agent to set a model on');
+    const current = this.#o.agents.get(name)!;
+    if (model === 'echo') {
+      await this.#save(name, { ...current, model, provider: null });
+      return;
+    }
+    const order = Object.keys(this.#o.providers).sort((a, b) => (a === current.provider ? -1 : b === current.provider ? 1 : 0));
+    for (const provider of order) {
+      let offered: string[];
+      try {
+        offered = await listModels(this.#o.providers[provider]!, AbortSignal.timeout(MODEL_LIST_TIMEOUT_MS));
+      } catch {
+        continue;
+      }
+      if (offered.includes(model)) {
+        await this.#save(name, { ...current, model, provider });
+        return;
+      }
+    }
+    throw new AgentdError(Code.NotFound, `no configured provider offers model "${model}"`);
+  }
+}

@@ -15,6 +15,8 @@ import type { Db } from '../shared/db.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { AgentService } from './agent-service.ts';
+import { HarnessHost } from './harness-host.ts';
+import { SkillCatalogue } from './skills.ts';
 import { DEFAULT_AGENT_NAME } from './config-load.ts';
 import { Connection, type ConnectionHost } from './connection.ts';
 import { createDispatch, type Dispatch } from './dispatch.ts';
@@ -90,9 +92,11 @@ export class Daemon implements ConnectionHost {
     if (dbPath !== null) this.#storage = new StoragePool(config.storageThreads, dbPath, writeLock);
     if (crashToken !== null) this.log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
 
+    // The harness host runs capability calls through the same dispatch as sockets (bound below).
+    const harness = new HarnessHost(() => this.#dispatch!, agents);
     const pool = new ShardPool({
       count: config.workers,
-      init: (index) => ({ index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard, writeLock }),
+      init: (index) => ({ index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard, writeLock, harnessPort: harness.portForShard() }),
       writeLock,
       deliver: (conn, frames) => this.#connections.get(conn)?.write(frames),
       agentEvent: (agent, body) => observers.broadcast(agent, body),
@@ -132,6 +136,7 @@ export class Daemon implements ConnectionHost {
       bus,
       observers,
       agents,
+      skills: new SkillCatalogue(config.home, this.log),
       agentService: new AgentService({ agents, pool, storage: this.#storage, bus, providers: config.providers, log: this.log }),
       defaultSender: config.defaultSender,
       startedAt: Date.now(),

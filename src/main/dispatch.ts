@@ -15,6 +15,7 @@ import type { ShardPool } from './shard-pool.ts';
 import type { StoragePool } from './storage-pool.ts';
 import type { EventBus } from './event-bus.ts';
 import type { AgentService } from './agent-service.ts';
+import type { SkillCatalogue } from './skills.ts';
 import type { ObserverHub, ObserverSink } from './observers.ts';
 import type { StorageTask } from '../shared/threads.ts';
 
@@ -33,6 +34,7 @@ export interface DispatchContext {
   bus: EventBus;
   observers: ObserverHub;
   agentService: AgentService;
+  skills: SkillCatalogue;
   agents: AgentRegistry;
   defaultSender: string;
   startedAt: number;
@@ -53,8 +55,6 @@ interface OpSpec {
   duringShutdown: boolean;
 }
 
-/** Operations of PROTOCOL.md that this version does not serve yet. */
-const NOT_YET = ['list_skills', 'get_skill'];
 
 export function createDispatch(ctx: DispatchContext): Dispatch {
   const { pool, agents } = ctx;
@@ -227,11 +227,13 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
     await ctx.agentService.setActiveModel(nonEmptyStr('set_active_model', args, 'model'));
     return { pong: {} };
   });
-  for (const name of NOT_YET) {
-    op(name, () => {
-      throw new AgentdError(Code.Internal, `operation "${name}" is not available in agentd ${VERSION} yet`);
-    });
-  }
+  op('list_skills', async () => ({ skill_list: { skills: (await ctx.skills.list()).map(({ name, description }) => ({ name, description })) } }));
+  op('get_skill', async (_from, _req, args) => {
+    const name = nonEmptyStr('get_skill', args, 'name');
+    const skill = await ctx.skills.get(name);
+    if (skill === null) throw new AgentdError(Code.NotFound, `unknown skill "${name}"`);
+    return { skill_body: { name: skill.name, body: skill.body } };
+  });
 
   const fail = (from: Requester, req: number, err: unknown): void => from.reply(req, { error: toWireError(err) });
 

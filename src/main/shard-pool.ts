@@ -205,7 +205,8 @@ export class ShardPool {
 
   #spawn(shard: ShardThread): Promise<void> {
     const generation = ++shard.generation;
-    const worker = new Worker(fileURLToPath(shardScript()), { workerData: this.#opts.init(shard.index) });
+    const init = this.#opts.init(shard.index);
+    const worker = new Worker(fileURLToPath(shardScript()), { workerData: init, transferList: [init.harnessPort] });
     shard.worker = worker;
     return new Promise<void>((resolve, reject) => {
       let ready = false;

@@ -3,7 +3,8 @@
  * sends a shard in one event-loop turn into one array; a shard batches the
  * reply frames it produces into one transferred buffer (see FrameBatch).
  */
-import type { AgentConfig, ProviderConfig } from './config.ts';
+import type { MessagePort } from 'node:worker_threads';
+import type { AgentConfig, Capability, ProviderConfig } from './config.ts';
 import type { OnBusy, ToolChoice } from './protocol.ts';
 
 /** What a shard receives when it starts (workerData). */
@@ -16,6 +17,8 @@ export interface ShardInit {
   memoryConversations: number;
   /** The shards' shared write lock (see WriteLock). */
   writeLock: SharedArrayBuffer;
+  /** comlink port to main's harness host (capabilities). */
+  harnessPort: MessagePort;
   agents: Record<string, AgentConfig>;
   providers: Record<string, ProviderConfig>;
   /** $AGENTD_HOME: relative harness module paths start here. */
@@ -143,6 +146,11 @@ export interface TurnFinished {
   agent: string;
   text: string;
   depth: number;
+}
+
+/** What a shard sees of main's harness host, through comlink (PROTOCOL §5). */
+export interface HarnessHostApi {
+  call(agent: string, capability: Capability, args: unknown[]): Promise<unknown>;
 }
 
 /** Connection id of turns fired by the event bus: they have no connection, and their frames go nowhere. */

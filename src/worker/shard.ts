@@ -11,6 +11,7 @@ import { Outbox } from './outbox.ts';
 import { ConversationStore } from './store.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 import { Models } from './models/index.ts';
+import { Harness } from './harness.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
 
 const init = workerData as ShardInit;
@@ -25,6 +26,7 @@ const scheduler = new TurnScheduler({
   store,
   memoryConversations: init.memoryConversations,
   models: new Models(init.providers),
+  harness: new Harness(init.harnessPort, init.home),
 });
 
 port.on('message', (batch: ToShard[]) => {

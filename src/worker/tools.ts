@@ -7,11 +7,20 @@ import type { ToolCall } from '../shared/protocol.ts';
 import type { ToolSpec } from './models/types.ts';
 import type { Cancellation } from './cancellation.ts';
 
+/** The capability functions a harness was granted; the others are absent. */
+export interface Capabilities {
+  peers?: { list(): Promise<unknown> };
+  sessions?: { search(query: string, opts?: Record<string, unknown>): Promise<unknown> };
+  skills?: { list?(): Promise<unknown>; get?(name: string): Promise<unknown> };
+}
+
 export interface ToolContext {
   agent: string;
   sender: string;
   /** Aborted when the turn is cancelled. */
   readonly signal: AbortSignal;
+  /** Only what this tool's harness was granted. */
+  capabilities: Capabilities;
 }
 
 export interface Tool extends ToolSpec {
@@ -66,7 +75,7 @@ export async function runTools(
   cancel: Cancellation,
   onResult: (result: ToolResult) => void,
 ): Promise<ToolResult[]> {
-  const ctx: ToolContext = { ...who, get signal() { return cancel.signal; } };
+  const ctx: ToolContext = { ...who, capabilities: {}, get signal() { return cancel.signal; } };
   const results = await Promise.all(
     calls.map((call) =>
       runOne(tools, call, ctx).then((r) => {

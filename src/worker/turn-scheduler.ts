@@ -20,6 +20,7 @@ import { TurnReply } from './turn-reply.ts';
 import { Cancellation } from './cancellation.ts';
 import { summarize } from './compaction.ts';
 import { TurnWriter } from './turn-writer.ts';
+import type { Harness } from './harness.ts';
 
 /** Why a job was cancelled; becomes `end.error`. */
 export const CancelReason = {
@@ -40,6 +41,7 @@ export interface SchedulerOptions {
   /** Idle conversations kept in memory; beyond it the least recently used are evicted. */
   memoryConversations: number;
   models: Models;
+  harness: Harness;
 }
 
 export class TurnScheduler {
@@ -49,6 +51,7 @@ export class TurnScheduler {
   readonly #writer: TurnWriter | null;
   readonly #memoryBudget: number;
   readonly #models: Models;
+  readonly #harness: Harness;
   /** In least-recently-used order: a touched conversation moves to the end. */
   readonly #conversations = new Map<string, Conversation>();
   /** Open jobs per connection, so a disconnect cancels them without a scan. */
@@ -64,6 +67,7 @@ export class TurnScheduler {
     this.#writer = opts.store === null ? null : new TurnWriter(opts.store);
     this.#memoryBudget = opts.memoryConversations;
     this.#models = opts.models;
+    this.#harness = opts.harness;
   }
 
   handle(msg: ToShard): void {
@@ -214,6 +218,15 @@ export class TurnScheduler {
         return;
       }
       const user: Message = { role: 'user', content: req.content };
+      let tools = NO_TOOLS; // guests answer without tools
+      if (req.guest === null) {
+        try {
+          tools = await this.#harness.toolsFor(answering, config);
+        } catch (err) {
+          reply.end({ agent: answering, error: `loading tools failed: ${(err as Error).message}`, model: config.model, usage: zeroUsage(), stop_reason: StopReason.Error }, '');
+          return;
+        }
+      }
       const result = await runAgentLoop({
         agent: answering,
         sender: req.sender,
@@ -221,7 +234,7 @@ export class TurnScheduler {
         config,
         model,
         messages: conv === null ? [user] : [...conv.history, user],
-        tools: NO_TOOLS, // guests never get tools; agents get theirs with the harness (issue 4)
+        tools,
         toolChoice: req.toolChoice,
         cancel,
         emit: reply.event,

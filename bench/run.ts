@@ -19,11 +19,19 @@ import { Report } from './lib/report.ts';
 import * as latency from './suites/latency.ts';
 import * as throughput from './suites/throughput.ts';
 import * as storage from './suites/storage.ts';
+import * as scaling from './suites/scaling.ts';
+import * as fanout from './suites/fanout.ts';
+import * as memory from './suites/memory.ts';
+import * as micro from './suites/micro.ts';
 
 const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
+  micro: micro.run,
   latency: latency.run,
   throughput: throughput.run,
+  scaling: scaling.run,
+  fanout: fanout.run,
   storage: storage.run,
+  memory: memory.run,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, suite: { type: 'string' }, workers: { type: 'string' } } });

@@ -10,6 +10,8 @@ import { encodeBody, FLAG_LAST, FrameDecoder, HEADER_BYTES } from '../../src/sha
 export interface BenchClient {
   /** Sends one request; resolves when its reply is complete. */
   call(): Promise<void>;
+  /** Like call(), and says when the first frame of the reply arrived (hrtime ns). */
+  timed(): Promise<{ sent: bigint; first: bigint; last: bigint }>;
   close(): void;
 }
 
@@ -28,8 +30,10 @@ function connect(target: string | { host: string; port: number }): Promise<Socke
 export async function frameClient(target: string | { host: string; port: number }, body: (i: number) => unknown): Promise<BenchClient> {
   const socket = await connect(target);
   const waiting = new Map<number, () => void>();
+  const firsts = new Map<number, bigint>();
   const decoder = new FrameDecoder({
     onFrame: (id, flags) => {
+      if (firsts.get(id) === 0n) firsts.set(id, process.hrtime.bigint());
       if ((flags & FLAG_LAST) === 0) return;
       const done = waiting.get(id);
       waiting.delete(id);
@@ -41,7 +45,17 @@ export async function frameClient(target: string | { host: string; port: number 
   socket.on('error', () => {});
   let next = 0;
   let corked = false;
-  return {
+  const client: BenchClient = {
+    async timed() {
+      const id = next >>> 0;
+      firsts.set(id, 0n);
+      const sent = process.hrtime.bigint();
+      await client.call();
+      const last = process.hrtime.bigint();
+      const first = firsts.get(id)!;
+      firsts.delete(id);
+      return { sent, first, last };
+    },
     call() {
       const id = next++ >>> 0;
       const payload = encodeBody(body(id));
@@ -63,6 +77,7 @@ export async function frameClient(target: string | { host: string; port: number 
     },
     close: () => socket.destroy(),
   };
+  return client;
 }
 
 const PING = Buffer.from('*1\r\n$4\r\nPING\r\n');
@@ -88,7 +103,13 @@ export async function redisPingClient(target: string | { host: string; port: num
   });
   socket.on('error', () => {});
   let corked = false;
-  return {
+  const client: BenchClient = {
+    async timed() {
+      const sent = process.hrtime.bigint();
+      await client.call();
+      const last = process.hrtime.bigint();
+      return { sent, first: last, last };
+    },
     call() {
       if (!corked) {
         corked = true;
@@ -101,6 +122,95 @@ export async function redisPingClient(target: string | { host: string; port: num
       socket.write(PING);
       return new Promise<void>((resolve) => waiting.push(resolve));
     },
+    close: () => socket.destroy(),
+  };
+  return client;
+}
+
+/** A raw socket that counts what arrives, for fan-out: agentd observers or Redis subscribers. */
+export interface Listener {
+  /** Resolves once `count` messages matching have arrived since the last reset. */
+  waitFor(count: number): Promise<void>;
+  reset(): void;
+  received(): number;
+  lagged(): boolean;
+  close(): void;
+}
+
+/** An agentd observer (subscribe_events) that counts `done` events, or all events with `countAll`. */
+export async function observer(target: string, countAll: boolean): Promise<Listener> {
+  const socket = await connect(target);
+  let n = 0;
+  let lag = false;
+  let want = Infinity;
+  let wake: (() => void) | null = null;
+  const done = Buffer.from('done');
+  const lagged = Buffer.from('lagged');
+  const decoder = new FrameDecoder({
+    onFrame: (_id, _flags, body) => {
+      const b = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+      if (b.includes(lagged)) lag = true;
+      if (countAll || b.includes(done)) n++;
+      if (n >= want && wake !== null) {
+        const w = wake;
+        wake = null;
+        w();
+      }
+    },
+    onOversize: () => socket.destroy(),
+  }, 1 << 30);
+  socket.on('data', (c: Buffer) => decoder.push(c));
+  socket.on('error', () => {});
+  const sub = encodeBody({ subscribe_events: {} });
+  const header = Buffer.alloc(HEADER_BYTES);
+  header.writeUInt32BE(sub.length, 0);
+  header.writeUInt32BE(1, 4);
+  socket.write(Buffer.concat([header, sub]));
+  return {
+    waitFor: (count) => (n >= count ? Promise.resolve() : new Promise<void>((r) => { want = count; wake = r; })),
+    reset: () => { n = 0; want = Infinity; },
+    received: () => n,
+    lagged: () => lag,
+    close: () => socket.destroy(),
+  };
+}
+
+/** A Redis subscriber of `channel` that counts messages. */
+export async function redisSubscriber(target: string, channel: string): Promise<Listener> {
+  const socket = await connect(target);
+  let n = 0;
+  let want = Infinity;
+  let wake: (() => void) | null = null;
+  const marker = Buffer.from('$7\r\nmessage\r\n');
+  // Keeps the last few bytes, so a marker split across two reads is still seen (and never counted twice).
+  let tail: Buffer = Buffer.alloc(0);
+  socket.on('data', (c: Buffer) => {
+    const buf = tail.length > 0 ? Buffer.concat([tail, c]) : c;
+    let at = 0;
+    for (;;) {
+      const i = buf.indexOf(marker, at);
+      if (i === -1) break;
+      n++;
+      at = i + marker.length;
+    }
+    tail = buf.subarray(Math.max(at, buf.length - (marker.length - 1)));
+    if (n >= want && wake !== null) {
+      const w = wake;
+      wake = null;
+      w();
+    }
+  });
+  socket.on('error', () => {});
+  await new Promise<void>((resolve) => {
+    socket.once('data', () => resolve());
+    socket.write(`*2\r\n$9\r\nSUBSCRIBE\r\n$${Buffer.byteLength(channel)}\r\n${channel}\r\n`);
+  });
+  n = 0;
+  return {
+    waitFor: (count) => (n >= count ? Promise.resolve() : new Promise<void>((r) => { want = count; wake = r; })),
+    reset: () => { n = 0; want = Infinity; },
+    received: () => n,
+    lagged: () => false,
     close: () => socket.destroy(),
   };
 }

@@ -4,7 +4,11 @@
  * a fixed window after a warm-up.
  */
 import { createHistogram } from 'node:perf_hooks';
+import { readFileSync } from 'node:fs';
 import type { BenchClient } from './clients.ts';
+
+/** Linux reports process CPU in clock ticks of 1/100 s on every platform Node supports there. */
+const CLOCK_TICKS = 100;
 
 export interface LatencyResult {
   p50: number;
@@ -28,8 +32,14 @@ export async function latency(client: BenchClient, n: number, warmup: number): P
 
 /** `inflight` requests in flight on each client for `ms` after `warmupMs`; returns requests per second. */
 export async function throughput(clients: BenchClient[], inflight: number, ms: number, warmupMs: number): Promise<number> {
+  return (await throughputDetail(clients, inflight, ms, warmupMs)).rate;
+}
+
+/** As throughput(), with the number of requests completed in all (warm-up included) for per-request costs. */
+export async function throughputDetail(clients: BenchClient[], inflight: number, ms: number, warmupMs: number): Promise<{ rate: number; completed: number }> {
   let counting = false;
   let count = 0;
+  let completed = 0;
   let stop = false;
   const loops: Promise<void>[] = [];
   for (const c of clients) {
@@ -38,6 +48,7 @@ export async function throughput(clients: BenchClient[], inflight: number, ms: n
         (async () => {
           while (!stop) {
             await c.call();
+            completed++;
             if (counting) count++;
           }
         })(),
@@ -53,7 +64,28 @@ export async function throughput(clients: BenchClient[], inflight: number, ms: n
   const rate = count / seconds;
   stop = true;
   await Promise.all(loops);
-  return rate;
+  return { rate, completed };
+}
+
+/** CPU seconds a process has used so far, all threads (Linux /proc; 0 elsewhere). */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** Resident memory of a process in bytes (Linux /proc; 0 elsewhere). */
+export function residentBytes(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 export function median(xs: number[]): number {

@@ -1,10 +1,16 @@
-/** Dispatch latency: `ping` round trips with one request in flight, over UDS and TCP. */
-import { frameClient, redisPingClient } from '../lib/clients.ts';
-import { PING, target, type BenchContext } from '../lib/context.ts';
+/**
+ * Dispatch latency: `ping` round trips with one request in flight, over UDS
+ * and TCP; and turn latency: a one-word `stream` to its first frame and to
+ * its `end`, beside agentd's own ping and Redis PING in the same rounds.
+ */
+import { createHistogram } from 'node:perf_hooks';
+import { frameClient, redisPingClient, type BenchClient } from '../lib/clients.ts';
+import { PING, target, type BenchContext, type System } from '../lib/context.ts';
 import { latency } from '../lib/load.ts';
 
 export async function run(ctx: BenchContext): Promise<void> {
   const n = ctx.sizes.latencyN;
+  const warm = Math.min(1000, n / 4);
   for (const transport of ['unix', 'tcp'] as const) {
     await ctx.report.compare(
       'latency',
@@ -12,10 +18,43 @@ export async function run(ctx: BenchContext): Promise<void> {
       ctx.systems,
       async (sys) => {
         const c = sys.name === 'redis' ? await redisPingClient(target(sys, transport)) : await frameClient(target(sys, transport), () => PING);
-        const r = await latency(c, n, Math.min(1000, n / 4));
+        const r = await latency(c, n, warm);
         c.close();
         return [r.p50, r.p99, r.p999];
       },
     );
   }
+
+  // Turn latency: agentd's one-word echo turn against agentd's ping and Redis PING.
+  const agentd = ctx.systems.find((s) => s.name === 'agentd')!;
+  const redis = ctx.systems.find((s) => s.name === 'redis');
+  type Sys = { name: string; make: () => Promise<BenchClient>; kind: 'turn' | 'ping' };
+  const systems: Sys[] = [
+    { name: 'agentd', kind: 'turn', make: () => frameClient(agentd.proc.unix, () => ({ stream: { agent: 'assistant', content: 'hello', sender: 'latency' } })) },
+    { name: 'agentd ping', kind: 'ping', make: () => frameClient(agentd.proc.unix, () => PING) },
+    ...(redis ? [{ name: 'redis', kind: 'ping' as const, make: () => redisPingClient((redis as System).proc.unix) }] : []),
+  ];
+  const turns = Math.max(500, n / 4);
+  await ctx.report.compare(
+    'latency',
+    [
+      { name: 'one-word turn, first frame p50', unit: 'us' },
+      { name: 'one-word turn, end p50', unit: 'us' },
+      { name: 'one-word turn, end p99', unit: 'us' },
+    ],
+    systems,
+    async (sys) => {
+      const c = await sys.make();
+      const first = createHistogram();
+      const end = createHistogram();
+      for (let i = 0; i < turns + 100; i++) {
+        const t = await c.timed();
+        if (i < 100) continue; // warm-up
+        first.record(Number(t.first - t.sent) || 1);
+        end.record(Number(t.last - t.sent) || 1);
+      }
+      c.close();
+      return [first.percentile(50) / 1000, end.percentile(50) / 1000, end.percentile(99) / 1000];
+    },
+  );
 }

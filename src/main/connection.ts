@@ -129,15 +129,6 @@ export class Connection implements FrameSink {
     return this.#socket.writableLength;
   }
 
-  /** Writes a header and a body shared with other observers, without concatenating them. */
-  writeShared(header: Uint8Array, body: Uint8Array): void {
-    if (this.#state === 'closed') return;
-    this.#socket.cork();
-    this.#socket.write(header);
-    this.#socket.write(body);
-    this.#socket.uncork();
-  }
-
   readonly #onDrain = (): void => {
     if (this.#paused) {
       this.#paused = false;

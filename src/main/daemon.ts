@@ -99,7 +99,7 @@ export class Daemon implements ConnectionHost {
       init: (index) => ({ index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard, writeLock, harnessPort: harness.portForShard() }),
       writeLock,
       deliver: (conn, frames) => this.#connections.get(conn)?.write(frames),
-      agentEvent: (agent, body) => observers.broadcast(agent, body),
+      agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
       finished: ({ agent, text, depth }) => {
         bus.publish(`agent:${agent}:done`, text, depth).catch((err: unknown) => this.log.error({ err, agent }, 'publishing a done event failed'));
       },

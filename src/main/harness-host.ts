@@ -49,7 +49,6 @@ export class HarnessHost {
       },
       // The host opens no streams: the observer side is never used.
       backlog: () => 0,
-      writeShared: () => {},
       write: () => {},
     };
   }

@@ -1,7 +1,7 @@
 /**
  * The agent event stream's observers (`subscribe_events`). Shards encode each
  * agent event once; main writes those same bytes to every observer, behind a
- * header naming that observer's request. An observer that reads too slowly
+ * header naming that observer's request, one write per observer per batch. An observer that reads too slowly
  * loses events instead of slowing anyone: past a backlog bound its events are
  * dropped and counted, and the first frame after the gap says how many.
  */
@@ -12,8 +12,6 @@ export interface ObserverSink {
   readonly id: number;
   /** Bytes queued on the socket and not yet sent. */
   backlog(): number;
-  /** Writes a frame as a header and a body shared with other observers. */
-  writeShared(header: Uint8Array, body: Uint8Array): void;
   write(frame: Uint8Array): void;
 }
 
@@ -83,26 +81,63 @@ export class ObserverHub {
     if (this.#count === 0) this.#onCountChange(false);
   }
 
-  /** Writes one encoded `agent_event` body to every observer that wants `agent`'s events. */
-  broadcast(agent: string, body: Uint8Array): void {
+  /**
+   * Writes a batch of encoded `agent_event` bodies to every observer that
+   * wants them. The frames of a batch are laid out once per filter (all
+   * agents, or one agent) as a template; each observer gets a copy with its
+   * request id patched into the headers, in one write.
+   */
+  broadcast(agents: readonly string[], bodies: readonly Uint8Array[]): void {
+    if (this.#count === 0) return;
+    const templates = new Map<string | null, Template>();
     for (const mine of this.#byConn.values()) {
       for (const obs of mine.values()) {
-        if (obs.agent !== null && obs.agent !== agent) continue;
+        let t = templates.get(obs.agent);
+        if (t === undefined) templates.set(obs.agent, (t = template(agents, bodies, obs.agent)));
+        if (t.count === 0) continue;
         if (obs.sink.backlog() > OBSERVER_BACKLOG_BYTES) {
-          obs.dropped++;
+          obs.dropped += t.count;
           continue;
         }
         if (obs.dropped > 0) {
-          const lagged = { agent_event: { agent, sender: '', kind: 'lagged', content: `${obs.dropped} events dropped`, timestamp: new Date().toISOString(), ephemeral: false } };
+          const lagged = { agent_event: { agent: obs.agent ?? '', sender: '', kind: 'lagged', content: `${obs.dropped} events dropped`, timestamp: new Date().toISOString(), ephemeral: false } };
           obs.sink.write(frameOf(obs.req, 0, lagged));
           obs.dropped = 0;
         }
-        const header = Buffer.allocUnsafe(HEADER_BYTES);
-        header.writeUInt32BE(body.length, 0);
-        header.writeUInt32BE(obs.req, 4);
-        header[8] = 0;
-        obs.sink.writeShared(header, body);
+        const copy = Buffer.from(t.bytes); // the socket keeps it until sent: each observer needs its own
+        for (const at of t.idOffsets) copy.writeUInt32BE(obs.req, at);
+        obs.sink.write(copy);
       }
     }
   }
+}
+
+interface Template {
+  bytes: Buffer;
+  /** Where each frame's request id goes. */
+  idOffsets: number[];
+  count: number;
+}
+
+function template(agents: readonly string[], bodies: readonly Uint8Array[], only: string | null): Template {
+  let size = 0;
+  let count = 0;
+  for (let i = 0; i < bodies.length; i++) {
+    if (only !== null && agents[i] !== only) continue;
+    size += HEADER_BYTES + bodies[i]!.length;
+    count++;
+  }
+  const bytes = Buffer.allocUnsafe(size);
+  const idOffsets: number[] = [];
+  let at = 0;
+  for (let i = 0; i < bodies.length; i++) {
+    if (only !== null && agents[i] !== only) continue;
+    const body = bodies[i]!;
+    bytes.writeUInt32BE(body.length, at);
+    idOffsets.push(at + 4);
+    bytes[at + 8] = 0;
+    bytes.set(body, at + HEADER_BYTES);
+    at += HEADER_BYTES + body.length;
+  }
+  return { bytes, idOffsets, count };
 }

@@ -64,8 +64,8 @@ export interface ShardPoolOptions {
   writeLock: SharedArrayBuffer;
   /** Writes ready-encoded frames to connection `conn` (dropped if it is gone). */
   deliver(conn: number, frames: Uint8Array): void;
-  /** An encoded `agent_event` body for the observers of `agent`. */
-  agentEvent(agent: string, body: Uint8Array): void;
+  /** A batch of encoded `agent_event` bodies, with the agent of each, for the observers. */
+  agentEvents(agents: readonly string[], bodies: readonly Uint8Array[]): void;
   /** A turn finished: the bus publishes `agent:<name>:done`. */
   finished(record: TurnFinished): void;
   log: Logger;
@@ -245,12 +245,14 @@ export class ShardPool {
     }
     if (batch.ev !== null) {
       const ev = Buffer.from(batch.ev);
+      const bodies: Uint8Array[] = [];
       let at = 0;
-      for (const agent of batch.evAgents) {
+      for (let i = 0; i < batch.evAgents.length; i++) {
         const len = ev.readUInt32BE(at);
-        this.#opts.agentEvent(agent, ev.subarray(at + 4, at + 4 + len));
+        bodies.push(ev.subarray(at + 4, at + 4 + len));
         at += 4 + len;
       }
+      this.#opts.agentEvents(batch.evAgents, bodies);
     }
     for (const f of batch.finished) this.#opts.finished(f);
     for (let i = 0; i < done.length; i += 2) {

@@ -20,10 +20,14 @@ export type Target = string | { host: string; port: number };
 
 export const target = (s: System, t: 'unix' | 'tcp'): Target => (t === 'unix' ? s.proc.unix : s.proc.tcp!);
 
-/** One-word echo turns, a distinct sender per in-flight slot, rotated so histories stay short. */
-export function turnBody(slot: string, agent = 'assistant'): () => unknown {
-  let n = 0;
-  return () => ({ stream: { agent, content: 'hello', sender: `${slot}-${Math.floor(n++ / 100)}` } });
+/**
+ * One-word echo turns. Requests of one client cycle through 64 senders, so up
+ * to 64 in flight on one connection are 64 conversations running in parallel
+ * (one sender would queue them all in one FIFO); senders rotate every 100
+ * turns each, so histories stay short.
+ */
+export function turnBody(slot: string, agent = 'assistant'): (i: number) => unknown {
+  return (i) => ({ stream: { agent, content: 'hello', sender: `${slot}-${i % 64}-${Math.floor(i / 6400)}` } });
 }
 
 export const PING = { ping: {} };

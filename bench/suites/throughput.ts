@@ -7,7 +7,7 @@ import { frameClient, redisPingClient, type BenchClient } from '../lib/clients.t
 import { PING, target, turnBody, type BenchContext, type System } from '../lib/context.ts';
 import { processCpuSeconds, throughputDetail } from '../lib/load.ts';
 
-async function clients(sys: System, count: number, body: (slot: string) => () => unknown): Promise<BenchClient[]> {
+async function clients(sys: System, count: number, body: (slot: string) => (i: number) => unknown): Promise<BenchClient[]> {
   const out: BenchClient[] = [];
   for (let i = 0; i < count; i++) out.push(sys.name === 'redis' ? await redisPingClient(sys.proc.unix) : await frameClient(target(sys, 'unix'), body(`c${i}`)));
   return out;
@@ -16,7 +16,7 @@ async function clients(sys: System, count: number, body: (slot: string) => () =>
 export async function run(ctx: BenchContext): Promise<void> {
   const { rateMs, warmupMs } = ctx.sizes;
   /** [requests/s, CPU µs per request] */
-  const rate = async (sys: System, conns: number, inflight: number, body: (slot: string) => () => unknown): Promise<number[]> => {
+  const rate = async (sys: System, conns: number, inflight: number, body: (slot: string) => (i: number) => unknown): Promise<number[]> => {
     const cs = await clients(sys, conns, body);
     const cpu0 = processCpuSeconds(sys.proc.proc.pid!);
     const r = await throughputDetail(cs, inflight, rateMs, warmupMs);

@@ -15,7 +15,7 @@ export interface BenchClient {
   close(): void;
 }
 
-function connect(target: string | { host: string; port: number }): Promise<Socket> {
+function connectOnce(target: string | { host: string; port: number }): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const s = typeof target === 'string' ? createConnection(target) : createConnection(target);
     s.once('connect', () => {
@@ -24,6 +24,18 @@ function connect(target: string | { host: string; port: number }): Promise<Socke
     });
     s.once('error', reject);
   });
+}
+
+/** Connects, retrying while the server's accept backlog is full (EAGAIN on a Unix socket). */
+async function connect(target: string | { host: string; port: number }): Promise<Socket> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await connectOnce(target);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || attempt >= 50) throw err;
+      await new Promise((r) => setTimeout(r, 5 * (attempt + 1)));
+    }
+  }
 }
 
 /** agentd framing; `body(i)` makes the i-th request body (a template frame is reused when it is constant). */

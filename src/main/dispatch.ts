@@ -1,6 +1,6 @@
 /**
- * The one dispatch function every transport calls (and, later, the harness
- * host): it routes a client message by its operation. Main answers what needs
+ * The one dispatch function every transport calls (and the harness host, for
+ * capability calls): it routes a client message by its operation. Main answers what needs
  * no shard; anything addressed to a pair goes down that pair's ordered
  * channel to its shard, which answers with frames it encodes itself.
  * Nothing here queues or throttles a request before its handler.
@@ -8,7 +8,7 @@
 import { AgentdError, Code, toWireError } from '../shared/errors.ts';
 import { isPlainMap, nonEmptyStr, optBool, optEnum, optStr, optUint, refuse, str, type Args } from '../shared/args.ts';
 import { OnBusy, SEARCH_LIMITS, type ToolChoice } from '../shared/protocol.ts';
-import type { TurnRequest } from '../shared/threads.ts';
+import type { StorageTask, TurnRequest } from '../shared/threads.ts';
 import { VERSION } from '../shared/version.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { ShardPool } from './shard-pool.ts';
@@ -17,7 +17,6 @@ import type { EventBus } from './event-bus.ts';
 import type { AgentService } from './agent-service.ts';
 import type { SkillCatalogue } from './skills.ts';
 import type { ObserverHub, ObserverSink } from './observers.ts';
-import type { StorageTask } from '../shared/threads.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {
@@ -54,7 +53,6 @@ interface OpSpec {
   /** Still served while shutting down. */
   duringShutdown: boolean;
 }
-
 
 export function createDispatch(ctx: DispatchContext): Dispatch {
   const { pool, agents } = ctx;

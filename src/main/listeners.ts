@@ -9,6 +9,13 @@ import { isLoopback, type TcpAddress } from '../shared/config.ts';
 
 export type OnSocket = (socket: Socket, transport: 'unix' | 'tcp') => void;
 
+/**
+ * Pending connections the kernel may hold before main accepts them. Node's
+ * default (511) makes a burst of connects to a Unix socket fail with EAGAIN
+ * while main is busy; the kernel caps this at net.core.somaxconn.
+ */
+const LISTEN_BACKLOG = 4096;
+
 function listen(server: Server, arg: string | { host: string; port: number }): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -16,8 +23,8 @@ function listen(server: Server, arg: string | { host: string; port: number }): P
       server.off('error', reject);
       resolve();
     };
-    if (typeof arg === 'string') server.listen(arg, done);
-    else server.listen(arg.port, arg.host, done);
+    if (typeof arg === 'string') server.listen({ path: arg, backlog: LISTEN_BACKLOG }, done);
+    else server.listen({ port: arg.port, host: arg.host, backlog: LISTEN_BACKLOG }, done);
   });
 }
 

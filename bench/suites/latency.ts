@@ -30,7 +30,8 @@ export async function run(ctx: BenchContext): Promise<void> {
   const redis = ctx.systems.find((s) => s.name === 'redis');
   type Sys = { name: string; make: () => Promise<BenchClient>; kind: 'turn' | 'ping' };
   const systems: Sys[] = [
-    { name: 'agentd', kind: 'turn', make: () => frameClient(agentd.proc.unix, () => ({ stream: { agent: 'assistant', content: 'hello', sender: 'latency' } })) },
+    // A new sender every 100 turns: a short conversation, as most are (a turn re-reads its whole history).
+    { name: 'agentd', kind: 'turn', make: () => frameClient(agentd.proc.unix, (i) => ({ stream: { agent: 'assistant', content: 'hello', sender: `latency-${Math.floor(i / 100)}` } })) },
     { name: 'agentd ping', kind: 'ping', make: () => frameClient(agentd.proc.unix, () => PING) },
     ...(redis ? [{ name: 'redis', kind: 'ping' as const, make: () => redisPingClient((redis as System).proc.unix) }] : []),
   ];

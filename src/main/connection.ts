@@ -3,6 +3,7 @@
  * Handlers are attached once; 'close' is the single teardown path.
  */
 import type { Socket } from 'node:net';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { decodeBody, FLAG_LAST, FrameDecoder, frameOf, type FrameSink } from '../shared/codec.ts';
 import { Code } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
@@ -26,6 +27,13 @@ export interface ConnectionLimits {
 type State = 'open' | 'closing' | 'closed';
 
 const CLOSE_LINGER_MS = 2_000;
+
+/** Compares a presented token with the configured one in time that does not depend on where they differ. */
+function sameSecret(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
 
 export class Connection implements FrameSink {
   readonly id: number;
@@ -97,7 +105,7 @@ export class Connection implements FrameSink {
   #authenticate(id: number, body: Record<string, unknown>): void {
     const auth = body.auth;
     const keys = Object.keys(body);
-    if (keys.length === 1 && isPlainMap(auth) && typeof auth.token === 'string' && auth.token === this.#limits.token) {
+    if (keys.length === 1 && isPlainMap(auth) && typeof auth.token === 'string' && sameSecret(auth.token, this.#limits.token!)) {
       this.#authed = true;
       return this.reply(id, { pong: {} });
     }

@@ -26,7 +26,7 @@ import { EventBus, type SubscriptionInfo } from './event-bus.ts';
 import { ObserverHub } from './observers.ts';
 import { BUS_CONN, type TurnRequest } from '../shared/threads.ts';
 import { StoragePool } from './storage-pool.ts';
-import { prepareDatabaseFile } from '../shared/db.ts';
+import { CHECKPOINT_INTERVAL_MS, prepareDatabaseFile } from '../shared/db.ts';
 import { createWriteLockBuffer } from '../shared/write-lock.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, "Testing"). */
@@ -89,7 +89,10 @@ export class Daemon implements ConnectionHost {
     const agents = new AgentRegistry(agentConfigs, DEFAULT_AGENT_NAME);
     const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
     const writeLock = createWriteLockBuffer();
-    if (dbPath !== null) this.#storage = new StoragePool(config.storageThreads, dbPath, writeLock);
+    if (dbPath !== null) {
+      this.#storage = new StoragePool(config.storageThreads, dbPath, writeLock);
+      this.#storage.startCheckpoints(CHECKPOINT_INTERVAL_MS, (err) => this.log.warn({ err }, 'checkpoint failed'));
+    }
     if (crashToken !== null) this.log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
 
     // The harness host runs capability calls through the same dispatch as sockets (bound below).

@@ -38,7 +38,20 @@ export class StoragePool {
     return this.#pool.run(task) as Promise<T>;
   }
 
+  /** Checkpoints the WAL every `intervalMs` in the background (connections never do it on commit). */
+  startCheckpoints(intervalMs: number, onError: (err: unknown) => void): void {
+    this.#checkpoints = setInterval(() => {
+      this.run({ op: 'checkpoint', mode: 'PASSIVE' }).catch(onError);
+    }, intervalMs);
+    this.#checkpoints.unref();
+  }
+
   async close(): Promise<void> {
+    if (this.#checkpoints !== null) clearInterval(this.#checkpoints);
+    // The shards are gone by now: fold the WAL back into the database file.
+    await this.run({ op: 'checkpoint', mode: 'TRUNCATE' }).catch(() => {});
     await this.#pool.destroy();
   }
+
+  #checkpoints: NodeJS.Timeout | null = null;
 }

@@ -173,6 +173,8 @@ export type StorageTask =
   | { op: 'agent_upsert'; name: string; config: string }
   /** Deletes an agent, its conversations (and their search entries) and its subscriptions. */
   | { op: 'agent_delete'; name: string }
+  /** Copies the WAL into the database without blocking writers (TRUNCATE: and empties it, at shutdown). */
+  | { op: 'checkpoint'; mode: 'PASSIVE' | 'TRUNCATE' }
   | {
       op: 'search_sessions';
       query: string;

@@ -73,5 +73,8 @@ export default function handle(task: StorageTask): unknown {
     case 'agent_delete':
       lock.with(() => deleteAgent.immediate(task.name));
       return null;
+    case 'checkpoint':
+      // PASSIVE never waits for writers; TRUNCATE (at shutdown, when none are left) also empties the WAL.
+      return db.pragma(`wal_checkpoint(${task.mode})`);
   }
 }

@@ -90,7 +90,7 @@ export class Daemon implements ConnectionHost {
     const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
     const writeLock = createWriteLockBuffer();
     if (dbPath !== null) {
-      this.#storage = new StoragePool(config.storageThreads, dbPath, writeLock);
+      this.#storage = new StoragePool(config.storageThreads, dbPath, writeLock, (err) => this.log.error({ err }, 'a storage thread failed'));
       this.#storage.startCheckpoints(CHECKPOINT_INTERVAL_MS, (err) => this.log.warn({ err }, 'checkpoint failed'));
     }
     if (crashToken !== null) this.log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);

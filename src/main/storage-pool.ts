@@ -22,7 +22,7 @@ export class StoragePool {
   readonly dbPath: string;
   readonly writeLock: SharedArrayBuffer;
 
-  constructor(threads: number, dbPath: string, writeLock: SharedArrayBuffer) {
+  constructor(threads: number, dbPath: string, writeLock: SharedArrayBuffer, onError: (err: unknown) => void) {
     this.dbPath = dbPath;
     this.writeLock = writeLock;
     this.#pool = new Piscina({
@@ -32,6 +32,9 @@ export class StoragePool {
       idleTimeout: Infinity,
       workerData: { dbPath, writeLock },
     });
+    // A thread that fails outside a task is an 'error' event; unheard, it would crash the daemon.
+    // piscina replaces the thread; the tasks it had fail with their own errors.
+    this.#pool.on('error', onError);
   }
 
   run<T = unknown>(task: StorageTask): Promise<T> {

@@ -43,8 +43,12 @@ const MIGRATIONS: readonly string[] = [
     UNIQUE (conversation_id, idx)
   );
   -- Searchable text only: user text, assistant text, tool names. Never tool
-  -- results or tool-call arguments (they may hold secrets). rowid = messages.id.
-  CREATE VIRTUAL TABLE messages_fts USING fts5(user_text, assistant_text, tool_names, tokenize = 'unicode61 remove_diacritics 2');
+  -- results or tool-call arguments (they may hold secrets). rowid = messages.id;
+  -- the conversation and index ride along (unindexed) so ranking needs no join.
+  CREATE VIRTUAL TABLE messages_fts USING fts5(
+    user_text, assistant_text, tool_names, conversation_id UNINDEXED, idx UNINDEXED,
+    tokenize = 'unicode61 remove_diacritics 2'
+  );
   -- Title and compaction summary, rowid = conversations.id: a match here lifts the conversation.
   CREATE VIRTUAL TABLE conversations_fts USING fts5(title, summary, tokenize = 'unicode61 remove_diacritics 2');
   `,

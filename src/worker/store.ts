@@ -95,7 +95,9 @@ export class ConversationStore {
     this.#insertMessage = db.prepare<[number, number, string, string, string | null, string | null, string | null, string | null, number, string], { id: number }>(
       'INSERT INTO messages (conversation_id, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
     );
-    this.#insertFts = db.prepare<[number, string, string, string]>('INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names) VALUES (?, ?, ?, ?)');
+    this.#insertFts = db.prepare<[number, string, string, string, number, number]>(
+      'INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx) VALUES (?, ?, ?, ?, ?, ?)',
+    );
     this.#insertTitleFts = db.prepare<[number, string]>("INSERT INTO conversations_fts (rowid, title, summary) VALUES (?, ?, '')");
     this.#setSummary = db.prepare<[string, number, string, number]>('UPDATE conversations SET summary = ?, summary_upto = ?, updated_at = ? WHERE id = ?');
     this.#updateSummaryFts = db.prepare<[string, number]>('UPDATE conversations_fts SET summary = ? WHERE rowid = ?');
@@ -119,7 +121,7 @@ export class ConversationStore {
           m.tool_call_id ?? null, m.name ?? null, m.is_error ? 1 : 0, at,
         )!;
         const text = searchable(m);
-        if (text !== null) this.#insertFts.run(row.id, ...text);
+        if (text !== null) this.#insertFts.run(row.id, ...text, id, idx - 1);
       }
       this.#touch.run(at, idx, id);
       return id;

@@ -23,9 +23,11 @@ import * as scaling from './suites/scaling.ts';
 import * as fanout from './suites/fanout.ts';
 import * as memory from './suites/memory.ts';
 import * as micro from './suites/micro.ts';
+import * as costs from './suites/costs.ts';
 
 const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   micro: micro.run,
+  costs: costs.run,
   latency: latency.run,
   throughput: throughput.run,
   scaling: scaling.run,

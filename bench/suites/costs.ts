@@ -1,0 +1,100 @@
+/**
+ * Where a stored echo turn's time goes, measured in-process so nothing else
+ * competes: the shard's own work for one one-word turn (TurnScheduler, agent
+ * loop, echo, six encoded frames, no storage), and committing one turn's
+ * messages with the search index beside the same commit without it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Outbox } from '../../src/worker/outbox.ts';
+import { TurnScheduler } from '../../src/worker/turn-scheduler.ts';
+import { Models } from '../../src/worker/models/index.ts';
+import { NO_TOOLS } from '../../src/worker/tools.ts';
+import { ConversationStore } from '../../src/worker/store.ts';
+import type { Harness } from '../../src/worker/harness.ts';
+import { validateAgentConfig } from '../../src/shared/config.ts';
+import { createLogger } from '../../src/shared/log.ts';
+import { openDatabase, prepareDatabaseFile } from '../../src/shared/db.ts';
+import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
+import type { TurnRequest } from '../../src/shared/threads.ts';
+import type { BenchContext } from '../lib/context.ts';
+import { median, spread } from '../lib/load.ts';
+
+async function shardTurnUs(n: number): Promise<number> {
+  let finished: (() => void) | null = null;
+  const outbox = new Outbox((batch) => {
+    if (batch.done.length > 0 && finished !== null) finished();
+  });
+  const harness = { toolsFor: async () => NO_TOOLS } as unknown as Harness;
+  const scheduler = new TurnScheduler({
+    outbox,
+    agents: { assistant: validateAgentConfig({}, 'bench', 'assistant') },
+    log: createLogger('silent'),
+    store: null,
+    memoryConversations: 1_000_000,
+    models: new Models({}),
+    harness,
+  });
+  const turn = (i: number): TurnRequest => ({
+    t: 'turn', conn: 1, req: i, mode: 'stream', agent: 'assistant', sender: `s${Math.floor(i / 100)}`, content: 'hello',
+    guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0,
+  });
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) {
+    const done = new Promise<void>((r) => (finished = r));
+    scheduler.handle(turn(i));
+    await done;
+  }
+  return Number(process.hrtime.bigint() - t0) / 1e3 / n;
+}
+
+function commitUs(n: number, withIndex: boolean): number {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-costs-'));
+  const path = join(dir, 'agentd.db');
+  prepareDatabaseFile(path);
+  const db = openDatabase(path);
+  try {
+    const store = new ConversationStore(db, new WriteLock(createWriteLockBuffer(), 1));
+    const convs = Array.from({ length: 100 }, (_, i) => ({ dbId: null as number | null, agent: 'a', sender: `s${i}`, title: '', stored: 0 }));
+    const messages = [{ role: 'user' as const, content: 'hello' }, { role: 'assistant' as const, content: 'hello' }];
+    // Without the index: the same rows through plain statements, one transaction per turn.
+    const insert = db.prepare('INSERT INTO messages (conversation_id, idx, role, content, created_at) VALUES (?, ?, ?, ?, ?)');
+    const touch = db.prepare('UPDATE conversations SET updated_at = ?, message_count = ? WHERE id = ?');
+    const plain = db.transaction((c: (typeof convs)[number]) => {
+      for (const m of messages) insert.run(c.dbId, c.stored++, m.role, m.content, 'now');
+      touch.run('now', c.stored, c.dbId);
+    });
+    for (const c of convs) {
+      c.dbId = store.appendTurn(c, messages);
+      c.stored += 2;
+    }
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) {
+      const c = convs[i % convs.length]!;
+      if (withIndex) {
+        store.writeTurns([{ conv: c, messages }]);
+        c.stored += 2;
+      } else plain(c);
+    }
+    return Number(process.hrtime.bigint() - t0) / 1e3 / n;
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(ctx: BenchContext): Promise<void> {
+  const n = ctx.quick ? 2_000 : 10_000;
+  const shard: number[] = [];
+  const indexed: number[] = [];
+  const bare: number[] = [];
+  await shardTurnUs(n); // warm-up
+  for (let r = 0; r < ctx.report.rounds; r++) {
+    shard.push(await shardTurnUs(n));
+    indexed.push(commitUs(n / 4, true));
+    bare.push(commitUs(n / 4, false));
+  }
+  ctx.report.add({ suite: 'costs', name: 'shard work for one one-word echo turn (in-process, no storage)', unit: 'us', value: median(shard), anchor: '', anchor_value: null, spread: spread(shard) });
+  ctx.report.add({ suite: 'costs', name: 'commit of one turn alone, with the search index', unit: 'us', value: median(indexed), anchor: 'same rows, no index', anchor_value: median(bare), spread: spread(indexed) });
+}

@@ -106,6 +106,8 @@ export class AgentdClient {
   #closedWith: Error | undefined = undefined;
   #isClosed = false;
   #draining = false;
+  /** Resolves drain() once the last open request finished (or the connection closed). */
+  #drained: (() => void) | null = null;
   readonly #closed: Promise<Error | undefined>;
   #resolveClosed!: (err: Error | undefined) => void;
 
@@ -180,7 +182,7 @@ export class AgentdClient {
   /** Refuses new requests, waits for open ones to finish, then closes. */
   async drain(): Promise<void> {
     this.#draining = true;
-    while (this.#pending.size > 0 && !this.#isClosed) await new Promise((r) => setTimeout(r, 5));
+    if (this.#pending.size > 0 && !this.#isClosed) await new Promise<void>((resolve) => (this.#drained = resolve));
     await this.close();
   }
 
@@ -308,7 +310,10 @@ export class AgentdClient {
     const p = this.#pending.get(id);
     if (p === undefined) return;
     const last = (flags & FLAG_LAST) !== 0;
-    if (last) this.#pending.delete(id);
+    if (last) {
+      this.#pending.delete(id);
+      if (this.#pending.size === 0) this.#drained?.();
+    }
     let body: Body;
     try {
       const v = decodeBody(raw);
@@ -345,6 +350,7 @@ export class AgentdClient {
       else if (!p.discard) p.iter.fail(lost);
     }
     this.#pending.clear();
+    this.#drained?.();
     this.#resolveClosed(err);
   }
 }

@@ -6,7 +6,7 @@
  * stream, each event is also encoded once as an `agent_event` for them.
  */
 import { Code } from '../shared/errors.ts';
-import { StopReason, type EndEvent } from '../shared/protocol.ts';
+import { StopReason, zeroUsage, type EndEvent } from '../shared/protocol.ts';
 import type { TurnRequest } from '../shared/threads.ts';
 import type { Outbox } from './outbox.ts';
 
@@ -83,6 +83,11 @@ export class TurnReply {
       else if (end.stop_reason === StopReason.Error) this.error(Code.Internal, end.error);
       else this.#outbox.frame(req.conn, req.req, true, { response: { agent: end.agent, content: finalText, model: end.model, usage: end.usage } });
     }
+  }
+
+  /** Ends a turn that produced nothing (it failed or was cancelled before any model output). */
+  endEmpty(agent: string, stopReason: StopReason, error: string, model = ''): void {
+    this.end({ agent, error, model, usage: zeroUsage(), stop_reason: stopReason }, '');
   }
 
   /** Refuses the request before it started (no `start` was sent). */

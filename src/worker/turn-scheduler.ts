@@ -6,7 +6,7 @@
  */
 import type { AgentConfig } from '../shared/config.ts';
 import { Code } from '../shared/errors.ts';
-import { StopReason, zeroUsage } from '../shared/protocol.ts';
+import { StopReason } from '../shared/protocol.ts';
 import type { ActiveConversation, ActiveQuery, CompactRequest, KillRequest, PairRequest, ToShard, TurnRequest } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
 import { runAgentLoop } from './agent-loop.ts';
@@ -209,22 +209,17 @@ export class TurnScheduler {
       const config = this.#agents[answering];
       if (config === undefined) {
         const error = req.guest !== null ? `unknown guest agent "${req.guest}"` : `agent "${req.agent}" was deleted`;
-        reply.end({ agent: answering, error, model: '', usage: zeroUsage(), stop_reason: StopReason.Error }, '');
-        return;
+        return reply.endEmpty(answering, StopReason.Error, error);
       }
       const model = this.#models.for(config);
-      if (model instanceof Error) {
-        reply.end({ agent: answering, error: model.message, model: config.model, usage: zeroUsage(), stop_reason: StopReason.Error }, '');
-        return;
-      }
+      if (model instanceof Error) return reply.endEmpty(answering, StopReason.Error, model.message, config.model);
       const user: Message = { role: 'user', content: req.content };
       let tools = NO_TOOLS; // guests answer without tools
       if (req.guest === null) {
         try {
           tools = await this.#harness.toolsFor(answering, config);
         } catch (err) {
-          reply.end({ agent: answering, error: `loading tools failed: ${(err as Error).message}`, model: config.model, usage: zeroUsage(), stop_reason: StopReason.Error }, '');
-          return;
+          return reply.endEmpty(answering, StopReason.Error, `loading tools failed: ${(err as Error).message}`, config.model);
         }
       }
       const result = await runAgentLoop({
@@ -256,7 +251,7 @@ export class TurnScheduler {
     } catch (err) {
       // The loop reports its own failures; reaching here is a bug, but the request still gets its end.
       this.#log.error({ err, agent: req.agent }, 'turn failed outside the agent loop');
-      reply.end({ agent: answering, error: String(err), model: '', usage: zeroUsage(), stop_reason: StopReason.Error }, '');
+      reply.endEmpty(answering, StopReason.Error, String(err));
     } finally {
       this.#untrack(turn);
     }
@@ -289,7 +284,7 @@ export class TurnScheduler {
     const reply = new TurnReply(this.#outbox, job.req);
     const agent = job.req.guest ?? job.req.agent;
     reply.start(agent);
-    reply.end({ agent, error: reason, model: this.#agents[agent]?.model ?? '', usage: zeroUsage(), stop_reason: StopReason.Cancelled }, '');
+    reply.endEmpty(agent, StopReason.Cancelled, reason, this.#agents[agent]?.model);
   }
 
   #cancelConversation(conv: Conversation, reason: string): void {

@@ -271,6 +271,19 @@ describe('guest and ephemeral turns', () => {
   });
 });
 
+describe('client lifecycle', () => {
+  it('drain lets open requests finish, refuses new ones, then closes', async () => {
+    const c = await d.client();
+    const turn = collect(c.stream('slow', 'a b c', { sender: 'drain' }));
+    const drained = c.drain();
+    await expect(c.ping()).rejects.toMatchObject({ code: 'ERR_AGENTD_CONNECTION_CLOSED' });
+    await drained;
+    expect(end(await turn).stop_reason).toBe('text');
+    expect(c.isClosed).toBe(true);
+    expect(await c.closed()).toBeUndefined();
+  });
+});
+
 describe('load', () => {
   it('500 conversations × 3 turns over 20 connections: every reply in order, nothing lost', async () => {
     const conns = await Promise.all(Array.from({ length: 20 }, () => client()));

@@ -4,7 +4,7 @@
  */
 import type { Socket } from 'node:net';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { decodeBody, FLAG_LAST, FrameDecoder, frameOf, type FrameSink } from '../shared/codec.ts';
+import { decodeBody, FLAG_LAST, FrameDecoder, frameOf, PONG, type FrameSink } from '../shared/codec.ts';
 import { Code } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
 import { assertPortableMsgpack } from '../shared/portable-msgpack.ts';
@@ -46,6 +46,8 @@ export class Connection implements FrameSink {
   #authed: boolean;
   #paused = false;
   #cancelTurnsOnClose = true;
+  /** Replies collected while one read is handled; null outside a read. */
+  #batch: Buffer[] | null = null;
 
   constructor(id: number, socket: Socket, transport: 'unix' | 'tcp', host: ConnectionHost, limits: ConnectionLimits) {
     this.id = id;
@@ -67,14 +69,23 @@ export class Connection implements FrameSink {
   }
 
   readonly #onData = (chunk: Buffer): void => {
-    // Cork so that every reply produced while handling this read leaves in one writev.
-    this.#socket.cork();
+    // Replies produced while handling this read leave in one buffer, one write:
+    // cheaper than a writev of many small frames (measured: writev was the
+    // largest item of main's profile under pipelined ping).
+    this.#batch = [];
     try {
       this.#decoder.push(chunk);
     } finally {
-      this.#socket.uncork();
+      this.#flushBatch();
     }
   };
+
+  #flushBatch(): void {
+    const out = this.#batch;
+    this.#batch = null;
+    if (out === null || out.length === 0) return;
+    this.write(out.length === 1 ? out[0]! : Buffer.concat(out));
+  }
 
   onFrame(id: number, _flags: number, body: Uint8Array): void {
     if (this.#state !== 'open') return;
@@ -107,7 +118,7 @@ export class Connection implements FrameSink {
     const keys = Object.keys(body);
     if (keys.length === 1 && isPlainMap(auth) && typeof auth.token === 'string' && sameSecret(auth.token, this.#limits.token!)) {
       this.#authed = true;
-      return this.reply(id, { pong: {} });
+      return this.reply(id, PONG);
     }
     this.reply(id, { error: { code: Code.Unauthorized, message: 'authentication required: send {"auth": {"token": ...}} first' } });
     this.#closeGracefully();
@@ -115,7 +126,9 @@ export class Connection implements FrameSink {
 
   /** Writes a reply that main encodes itself (always the request's LAST frame). */
   reply(id: number, value: unknown): void {
-    this.write(frameOf(id, FLAG_LAST, value));
+    const frame = frameOf(id, FLAG_LAST, value);
+    if (this.#batch !== null) this.#batch.push(frame);
+    else this.write(frame);
   }
 
   /** Writes ready-encoded frames, then applies flow control to this connection only. */
@@ -146,6 +159,7 @@ export class Connection implements FrameSink {
 
   #closeGracefully(): void {
     if (this.#state !== 'open') return;
+    this.#flushBatch(); // the last reply (a 413, a 401) goes out before the end
     this.#state = 'closing';
     this.#decoder.stop();
     this.#socket.end();

@@ -6,6 +6,7 @@
  * Nothing here queues or throttles a request before its handler.
  */
 import { AgentdError, Code, toWireError } from '../shared/errors.ts';
+import { PONG } from '../shared/codec.ts';
 import { isPlainMap, nonEmptyStr, optBool, optEnum, optStr, optUint, refuse, str, type Args } from '../shared/args.ts';
 import { OnBusy, SEARCH_LIMITS, type ToolChoice } from '../shared/protocol.ts';
 import type { StorageTask, TurnRequest } from '../shared/threads.ts';
@@ -97,9 +98,9 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
     ops.set(name, { handler, duringShutdown });
   };
 
-  op('ping', () => ({ pong: {} }), true);
+  op('ping', () => PONG, true);
   // On a transport without a token, or after authenticating, `auth` is a no-op.
-  op('auth', () => ({ pong: {} }), true);
+  op('auth', () => PONG, true);
   op('stream', turn('stream'));
   op('send', turn('send'));
   op('kill', (from, req, args) => {
@@ -178,7 +179,7 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
     const id = optUint('close', args, 'request');
     if (id === undefined) throw new AgentdError(Code.BadRequest, 'close.request is required');
     if (!ctx.observers.close(from, id)) throw new AgentdError(Code.NotFound, `no open subscription with request id ${id} on this connection`);
-    return { pong: {} };
+    return PONG;
   }, true);
   op('subscribe_event', async (_from, _req, args) => {
     const source = nonEmptyStr('subscribe_event', args, 'source');
@@ -190,7 +191,7 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
     const id = optUint('unsubscribe_event', args, 'id');
     if (id === undefined) throw new AgentdError(Code.BadRequest, 'unsubscribe_event.id is required');
     if (!(await ctx.bus.unsubscribe(id))) throw new AgentdError(Code.NotFound, `no subscription ${id}`);
-    return { pong: {} };
+    return PONG;
   });
   op('list_subscriptions', () => ({ subscription_list: { subscriptions: ctx.bus.list() } }));
   op('publish_event', async (_from, _req, args) => {
@@ -218,12 +219,12 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
   });
   op('delete_agent', async (_from, _req, args) => {
     await ctx.agentService.delete(nonEmptyStr('delete_agent', args, 'name'));
-    return { pong: {} };
+    return PONG;
   });
   op('list_models', async () => ({ model_list: { models: await ctx.agentService.models() } }));
   op('set_active_model', async (_from, _req, args) => {
     await ctx.agentService.setActiveModel(nonEmptyStr('set_active_model', args, 'model'));
-    return { pong: {} };
+    return PONG;
   });
   op('list_skills', async () => ({ skill_list: { skills: (await ctx.skills.list()).map(({ name, description }) => ({ name, description })) } }));
   op('get_skill', async (_from, _req, args) => {

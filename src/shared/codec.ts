@@ -35,9 +35,13 @@ export function encodeFrame(id: number, flags: number, body: Uint8Array): Buffer
   return frame;
 }
 
-/** Encodes `value` straight into a frame. */
+/** The reply of `ping`, `kill` and other acknowledgements, shared and frozen so its bytes can be encoded once. */
+export const PONG: Readonly<{ pong: Readonly<Record<string, never>> }> = Object.freeze({ pong: Object.freeze({}) });
+const PONG_BODY = Uint8Array.from(packr.pack(PONG));
+
+/** Encodes `value` straight into a frame (PONG from bytes encoded once). */
 export function frameOf(id: number, flags: number, value: unknown): Buffer {
-  return encodeFrame(id, flags, packr.pack(value));
+  return encodeFrame(id, flags, value === PONG ? PONG_BODY : packr.pack(value));
 }
 
 export interface FrameSink {

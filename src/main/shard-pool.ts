@@ -15,7 +15,7 @@
  * dies each one still gets its final frame and nothing is left hanging.
  */
 import { Worker } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
+import { workerScript } from './worker-script.ts';
 import { Code } from '../shared/errors.ts';
 import { frameOf, FLAG_LAST } from '../shared/codec.ts';
 import { shardOf } from '../shared/hash.ts';
@@ -74,13 +74,6 @@ export interface ShardPoolOptions {
 const QUERY_TIMEOUT_MS = 5_000;
 /** Purging waits for cancelled turns to reach their next await point. */
 const PURGE_TIMEOUT_MS = 30_000;
-
-function shardScript(): URL {
-  // From source, workers need the tsx bootstrap; built, the .js loads directly.
-  return import.meta.url.endsWith('.ts')
-    ? new URL('../worker/bootstrap.mjs', import.meta.url)
-    : new URL('../worker/shard.js', import.meta.url);
-}
 
 const key = (conn: number, req: number): string => `${conn}:${req}`;
 
@@ -206,7 +199,7 @@ export class ShardPool {
   #spawn(shard: ShardThread): Promise<void> {
     const generation = ++shard.generation;
     const init = this.#opts.init(shard.index);
-    const worker = new Worker(fileURLToPath(shardScript()), { workerData: init, transferList: [init.harnessPort] });
+    const worker = new Worker(workerScript('shard'), { workerData: init, transferList: [init.harnessPort] });
     shard.worker = worker;
     return new Promise<void>((resolve, reject) => {
       let ready = false;

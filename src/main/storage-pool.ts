@@ -6,16 +6,8 @@
  * connection; writes take the shards' write lock like any other writer.
  */
 import { Piscina } from 'piscina';
-import { fileURLToPath } from 'node:url';
+import { workerScript } from './worker-script.ts';
 import type { StorageTask } from '../shared/threads.ts';
-
-function taskScript(): string {
-  return fileURLToPath(
-    import.meta.url.endsWith('.ts')
-      ? new URL('../worker/storage-tasks-bootstrap.mjs', import.meta.url)
-      : new URL('../worker/storage-tasks.js', import.meta.url),
-  );
-}
 
 export class StoragePool {
   readonly #pool: Piscina;
@@ -26,7 +18,7 @@ export class StoragePool {
     this.dbPath = dbPath;
     this.writeLock = writeLock;
     this.#pool = new Piscina({
-      filename: taskScript(),
+      filename: workerScript('storage-tasks'),
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: Infinity,

@@ -17,27 +17,31 @@ async function client(d: Daemon): Promise<AgentdClient> {
   return c;
 }
 
-/** Collects agent events in the background until the test ends. */
-function watch(c: AgentdClient, agent?: string): AgentEvent[] {
+/**
+ * Collects agent events in the background until the test ends. Resolves once
+ * the subscription is registered: a ping on the same connection, sent after
+ * subscribe_events, is answered only after main has handled the subscription.
+ */
+async function watch(c: AgentdClient, agent?: string): Promise<AgentEvent[]> {
   const seen: AgentEvent[] = [];
+  const it = c.events(agent)[Symbol.asyncIterator]();
+  const first = it.next(); // runs the generator to its first await: subscribe_events is written now
   void (async () => {
     try {
-      for await (const ev of c.events(agent)) seen.push(ev);
+      for (let r = await first; !r.done; r = await it.next()) seen.push(r.value);
     } catch {
       // the connection closed at the end of the test
     }
   })();
+  await c.ping();
   return seen;
 }
-
-/** A subscribe_events stream is registered once a ping sent after it on the same connection returns. */
-const barrier = (c: AgentdClient): Promise<void> => c.ping();
 
 describe('subscriptions', () => {
   it('fire a stored turn for (target, event:SOURCE) with the payload, seen by observers', async () => {
     const d = await daemon();
     const c = await client(d);
-    const seen = watch(await client(d));
+    const seen = await watch(await client(d));
     const sub = await c.subscribe('deploy.done', 'assistant');
     expect(sub).toEqual({ id: expect.any(Number), source: 'deploy.done', target_agent: 'assistant', once: false });
     expect(await c.publish('deploy.done', 'build 42 shipped')).toBe(1);
@@ -64,8 +68,7 @@ describe('subscriptions', () => {
   it('two agents subscribed to each other stop at depth 8', async () => {
     const d = await daemon();
     const c = await client(d);
-    const seen = watch(await client(d));
-    await barrier(c);
+    const seen = await watch(await client(d));
     await c.subscribe('kick', 'a');
     await c.subscribe('agent:a:done', 'b');
     await c.subscribe('agent:b:done', 'a');
@@ -80,8 +83,7 @@ describe('subscriptions', () => {
   it('every finished turn publishes agent:<name>:done with its final text; guest and ephemeral turns do not', async () => {
     const d = await daemon();
     const c = await client(d);
-    const seen = watch(await client(d), 'helper');
-    await barrier(c);
+    const seen = await watch(await client(d), 'helper');
     await c.subscribe('agent:assistant:done', 'helper');
     await collect(c.stream('assistant', 'as a guest', { guest: 'b', sender: 'g' }));
     await collect(c.stream('assistant', 'ephemeral', { ephemeral: true }));
@@ -136,9 +138,8 @@ describe('the agent event stream', () => {
   it('filters by agent and carries the real sender, tools and correlation ids', async () => {
     const d = await daemon();
     const c = await client(d);
-    const onlyA = watch(await client(d), 'a');
-    const all = watch(await client(d));
-    await barrier(c);
+    const onlyA = await watch(await client(d), 'a');
+    const all = await watch(await client(d));
     await c.send('a', 'for a', { sender: 'alice' });
     await c.send('b', 'for b', { sender: 'bob' });
     await collect(c.stream('a', '/call nothing {}', { sender: 'carol', ephemeral: true, correlation_id: 42 }));
@@ -160,8 +161,7 @@ describe('the agent event stream', () => {
     stalled.send(2, { ping: {} }); // answered after the subscription is registered
     await stalled.request(2);
     stalled.socket.pause();
-    const full = watch(await client(d));
-    await barrier(c);
+    const full = await watch(await client(d));
 
     // 200 turns of 500 words: about 11 MB of events, far past the stalled observer's bound.
     const turns = 200;

@@ -38,6 +38,23 @@ async function connect(target: string | { host: string; port: number }): Promise
   }
 }
 
+/** A writer that coalesces every write made in one tick into one syscall (as pipelining clients do). */
+function tickWriter(socket: Socket): (bytes: Uint8Array) => void {
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    socket.uncork();
+  };
+  return (bytes) => {
+    if (!corked) {
+      corked = true;
+      socket.cork();
+      process.nextTick(uncork);
+    }
+    socket.write(bytes);
+  };
+}
+
 /** agentd framing; `body(i)` makes the i-th request body (a template frame is reused when it is constant). */
 export async function frameClient(target: string | { host: string; port: number }, body: (i: number) => unknown): Promise<BenchClient> {
   const socket = await connect(target);
@@ -56,7 +73,7 @@ export async function frameClient(target: string | { host: string; port: number 
   socket.on('data', (c: Buffer) => decoder.push(c));
   socket.on('error', () => {});
   let next = 0;
-  let corked = false;
+  const write = tickWriter(socket);
   const client: BenchClient = {
     async timed() {
       const id = next >>> 0;
@@ -76,15 +93,7 @@ export async function frameClient(target: string | { host: string; port: number 
       frame.writeUInt32BE(id, 4);
       frame[8] = 0;
       frame.set(payload, HEADER_BYTES);
-      if (!corked) {
-        corked = true;
-        socket.cork();
-        process.nextTick(() => {
-          corked = false;
-          socket.uncork();
-        });
-      }
-      socket.write(frame);
+      write(frame);
       return new Promise<void>((resolve) => waiting.set(id, resolve));
     },
     close: () => socket.destroy(),
@@ -114,7 +123,7 @@ export async function redisPingClient(target: string | { host: string; port: num
     }
   });
   socket.on('error', () => {});
-  let corked = false;
+  const write = tickWriter(socket);
   const client: BenchClient = {
     async timed() {
       const sent = process.hrtime.bigint();
@@ -123,15 +132,7 @@ export async function redisPingClient(target: string | { host: string; port: num
       return { sent, first: last, last };
     },
     call() {
-      if (!corked) {
-        corked = true;
-        socket.cork();
-        process.nextTick(() => {
-          corked = false;
-          socket.uncork();
-        });
-      }
-      socket.write(PING);
+      write(PING);
       return new Promise<void>((resolve) => waiting.push(resolve));
     },
     close: () => socket.destroy(),

@@ -175,12 +175,14 @@ export type StorageTask =
   | { op: 'agent_delete'; name: string }
   /** Copies the WAL into the database without blocking writers (TRUNCATE: and empties it, at shutdown). */
   | { op: 'checkpoint'; mode: 'PASSIVE' | 'TRUNCATE' }
-  | {
-      op: 'search_sessions';
-      query: string;
-      limit: number;
-      contextBefore: number;
-      contextAfter: number;
-      agent: string | null;
-      sender: string | null;
-    };
+  | ({ op: 'search_sessions' } & SearchOptions);
+
+/** A session search, its bounds already applied (PROTOCOL §4). */
+export interface SearchOptions {
+  query: string;
+  limit: number;
+  contextBefore: number;
+  contextAfter: number;
+  agent: string | null;
+  sender: string | null;
+}

@@ -6,15 +6,9 @@
  */
 import type { Db } from '../shared/db.ts';
 import { SEARCH_LIMITS } from '../shared/protocol.ts';
+import type { SearchOptions } from '../shared/threads.ts';
 
-export interface SearchOptions {
-  query: string;
-  limit: number;
-  contextBefore: number;
-  contextAfter: number;
-  agent: string | null;
-  sender: string | null;
-}
+export type { SearchOptions };
 
 export interface WindowMessage {
   role: string;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
-import { cleanup, collect, makeHome, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { cleanup, collect, makeHome, startDaemon, type Daemon, waitRunning } from '../helpers/daemon.ts';
 
 const SECRET_ENV = 'ghp_very_secret_token_123';
 const SECRET_AUTH = 'Bearer sekret-auth-value-456';
@@ -106,10 +106,7 @@ describe('agent management', () => {
     await c.send('doomed', 'zanzibar notes', { sender: 's1' });
     await c.subscribe('bye', 'doomed');
     const running = collect(c.stream('doomed', 'a b c d e f g h i j', { sender: 's2' }));
-    await waitFor(async () => {
-      const r = await c.request('list_active_conversations', { agent: 'doomed', sender: 's2' });
-      return (r.active_conversations as { conversations: { running: boolean }[] }).conversations[0]?.running === true;
-    }, 'a running turn');
+    await waitRunning(c, 'doomed', 's2');
     await c.request('delete_agent', { name: 'doomed' });
     expect(end(await running)).toMatchObject({ stop_reason: 'cancelled', error: 'agent deleted' });
     expect(((await c.request('list_conversations', { agent: 'doomed' })).conversation_list as { conversations: unknown[] }).conversations).toEqual([]);

@@ -1,21 +1,13 @@
 /** The event bus and the agent event stream (PROTOCOL §4, Daemon and event bus). */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { AgentEvent, AgentdClient } from '../../src/client/index.ts';
-import { cleanup, collect, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { collect, startDaemon, waitFor, type Daemon, testDaemon, testClient, type DaemonOptions } from '../helpers/daemon.ts';
 import { RawConn } from '../helpers/raw.ts';
 
 const CONFIG = { agents: { assistant: { model: 'echo' }, a: { model: 'echo' }, b: { model: 'echo' }, helper: { model: 'echo' } } };
 
-async function daemon(opts: Parameters<typeof startDaemon>[0] = {}): Promise<Daemon> {
-  const d = await startDaemon({ config: CONFIG, ...opts });
-  onTestFinished(() => cleanup(d));
-  return d;
-}
-async function client(d: Daemon): Promise<AgentdClient> {
-  const c = await d.client();
-  onTestFinished(() => c.close());
-  return c;
-}
+const daemon = (opts: DaemonOptions = {}): Promise<Daemon> => testDaemon({ config: CONFIG, ...opts });
+const client = (d: Daemon): Promise<AgentdClient> => testClient(d);
 
 /**
  * Collects agent events in the background until the test ends. Resolves once

@@ -4,14 +4,10 @@ import { existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentdClient } from '../../src/client/index.ts';
-import { cleanup, collect, makeHome, runAgentd, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { collect, makeHome, runAgentd, startDaemon, waitFor, type Daemon, testDaemon, type DaemonOptions } from '../helpers/daemon.ts';
 import { RawConn } from '../helpers/raw.ts';
 
-async function daemon(opts: Parameters<typeof startDaemon>[0] = {}): Promise<Daemon> {
-  const d = await startDaemon(opts);
-  onTestFinished(() => cleanup(d));
-  return d;
-}
+const daemon = (opts: DaemonOptions = {}): Promise<Daemon> => testDaemon(opts);
 
 describe('unix socket', () => {
   it('is mode 0600 inside a 0700 directory', async () => {

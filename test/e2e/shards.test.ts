@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { shardOf } from '../../src/shared/hash.ts';
 import type { StreamEvent } from '../../src/client/index.ts';
-import { cleanup, collect, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { cleanup, collect, startDaemon, waitFor, type Daemon, waitRunning } from '../helpers/daemon.ts';
 
 const CRASH = 'crash-this-shard-now';
 let d: Daemon;
@@ -67,10 +67,7 @@ describe('a crashed shard', () => {
     const a = senderOn(1, 'slow', 's');
     const crashPair = senderOn(1, 'assistant', 'z');
     const pending = c.send('slow', 'a b c d e f g h', { sender: a });
-    await waitFor(async () => {
-      const r = await c.request('list_active_conversations', { agent: 'slow', sender: a });
-      return (r.active_conversations as { conversations: { running: boolean }[] }).conversations[0]?.running === true;
-    }, 'running send');
+    await waitRunning(c, 'slow', a);
     const crash = collect(c.stream('assistant', CRASH, { sender: crashPair }));
     await expect(pending).rejects.toMatchObject({ code: 500, message: expect.stringMatching(/shard crashed/) });
     await crash;

@@ -1,23 +1,15 @@
 /** Durable conversations end to end: restart, cancellation, compaction, search, delete, crash safety. */
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
-import { cleanup, collect, makeHome, runAgentd, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { collect, makeHome, runAgentd, startDaemon, waitFor, type Daemon, waitRunning, testDaemon, testClient, type DaemonOptions } from '../helpers/daemon.ts';
 
 const CONFIG = { agents: { assistant: { model: 'echo' }, slow: { model: 'echo', echo: { delay_ms: 20 } } } };
 
-async function daemon(opts: Parameters<typeof startDaemon>[0] = {}): Promise<Daemon> {
-  const d = await startDaemon({ config: CONFIG, ...opts });
-  onTestFinished(() => cleanup(d));
-  return d;
-}
-async function client(d: Daemon): Promise<AgentdClient> {
-  const c = await d.client();
-  onTestFinished(() => c.close());
-  return c;
-}
+const daemon = (opts: DaemonOptions = {}): Promise<Daemon> => testDaemon({ config: CONFIG, ...opts });
+const client = (d: Daemon): Promise<AgentdClient> => testClient(d);
 type History = { agent: string; sender: string; title: string; messages: { role: string; content: string; agent?: string }[] };
 const history = async (c: AgentdClient, agent: string, sender: string): Promise<History> =>
   (await c.request('get_conversation_history', { agent, sender })).conversation_history as History;
@@ -129,10 +121,7 @@ describe('durable conversations', () => {
     const d = await daemon();
     const c = await client(d);
     const turn = collect(c.stream('slow', 'a b c d e f g h i j k l', { sender: 'del' }));
-    await waitFor(async () => {
-      const r = await c.request('list_active_conversations', { agent: 'slow', sender: 'del' });
-      return (r.active_conversations as { conversations: { running: boolean }[] }).conversations[0]?.running === true;
-    }, 'running turn');
+    await waitRunning(c, 'slow', 'del');
     await c.request('delete_conversation', { agent: 'slow', sender: 'del' });
     expect((await turn).at(-1)).toMatchObject({ type: 'end', stop_reason: 'cancelled', error: 'conversation deleted' });
     await expect(c.request('get_conversation_history', { agent: 'slow', sender: 'del' })).rejects.toMatchObject({ code: 404 });

@@ -1,7 +1,7 @@
 /** PROTOCOL §4 turns over real sockets: event order, FIFO, parallelism, cancel, on_busy, guests, ephemeral. */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { AgentdError, type AgentdClient, type StreamEvent } from '../../src/client/index.ts';
-import { cleanup, collect, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { cleanup, collect, startDaemon, waitFor, type Daemon, waitRunning } from '../helpers/daemon.ts';
 import { RawConn } from '../helpers/raw.ts';
 import { decodeBody } from '../../src/shared/codec.ts';
 
@@ -175,10 +175,7 @@ describe('cancellation', () => {
   it('a cancelled send answers 499', async () => {
     const c = await client();
     const pending = c.send('slow', 'a b c d e f g h', { sender: 'send-kill' });
-    await waitFor(async () => {
-      const r = await c.request('list_active_conversations', { agent: 'slow', sender: 'send-kill' });
-      return (r.active_conversations as { conversations: { running: boolean }[] }).conversations[0]?.running === true;
-    }, 'running send');
+    await waitRunning(c, 'slow', 'send-kill');
     await c.kill('slow', 'send-kill');
     await expect(pending).rejects.toMatchObject({ code: 499 });
   });
@@ -205,10 +202,7 @@ describe('on_busy', () => {
   /** Starts a slow turn and returns once it runs (wrapped: an async function would flatten a bare promise). */
   async function busy(c: AgentdClient, sender: string): Promise<{ first: Promise<StreamEvent[]> }> {
     const first = collect(c.stream('slow', 'a b c d e f g h i j', { sender }));
-    await waitFor(async () => {
-      const r = await c.request('list_active_conversations', { agent: 'slow', sender });
-      return (r.active_conversations as { conversations: { running: boolean }[] }).conversations[0]?.running === true;
-    }, 'running turn');
+    await waitRunning(c, 'slow', sender);
     return { first };
   }
 

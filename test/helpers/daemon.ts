@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { onTestFinished } from 'vitest';
 import { AgentdClient, type ConnectOptions } from '../../src/client/index.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -134,4 +135,26 @@ export async function waitFor(check: () => Promise<boolean> | boolean, what: str
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** A daemon for the current test: stopped, and its home removed, when the test ends. */
+export async function testDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
+  const d = await startDaemon(opts);
+  onTestFinished(() => cleanup(d));
+  return d;
+}
+
+/** A client of `d` for the current test, closed when the test ends. */
+export async function testClient(d: Daemon, opts: Partial<ConnectOptions> = {}): Promise<AgentdClient> {
+  const c = await d.client(opts);
+  onTestFinished(() => c.close());
+  return c;
+}
+
+/** Waits until the pair has a turn running (seen through list_active_conversations). */
+export async function waitRunning(c: AgentdClient, agent: string, sender: string): Promise<void> {
+  await waitFor(async () => {
+    const r = await c.request('list_active_conversations', { agent, sender });
+    return (r.active_conversations as { conversations: { running: boolean }[] }).conversations[0]?.running === true;
+  }, `a running turn of ${agent}/${sender}`);
 }

@@ -150,25 +150,57 @@ export interface Listener {
   close(): void;
 }
 
+/** Counts arrivals and wakes one waiter once the count reaches what it waits for. */
+class Counter {
+  n = 0;
+  #want = Infinity;
+  #wake: (() => void) | null = null;
+
+  add(k = 1): void {
+    this.n += k;
+    if (this.n >= this.#want && this.#wake !== null) {
+      const w = this.#wake;
+      this.#wake = null;
+      w();
+    }
+  }
+
+  waitFor(count: number): Promise<void> {
+    if (this.n >= count) return Promise.resolve();
+    return new Promise<void>((r) => {
+      this.#want = count;
+      this.#wake = r;
+    });
+  }
+
+  reset(): void {
+    this.n = 0;
+    this.#want = Infinity;
+  }
+}
+
+function listener(socket: Socket, counter: Counter, lagged: () => boolean): Listener {
+  return {
+    waitFor: (count) => counter.waitFor(count),
+    reset: () => counter.reset(),
+    received: () => counter.n,
+    lagged,
+    close: () => socket.destroy(),
+  };
+}
+
 /** An agentd observer (subscribe_events) that counts `done` events, or all events with `countAll`. */
 export async function observer(target: string, countAll: boolean): Promise<Listener> {
   const socket = await connect(target);
-  let n = 0;
+  const counter = new Counter();
   let lag = false;
-  let want = Infinity;
-  let wake: (() => void) | null = null;
   const done = Buffer.from('done');
   const lagged = Buffer.from('lagged');
   const decoder = new FrameDecoder({
     onFrame: (_id, _flags, body) => {
       const b = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
       if (b.includes(lagged)) lag = true;
-      if (countAll || b.includes(done)) n++;
-      if (n >= want && wake !== null) {
-        const w = wake;
-        wake = null;
-        w();
-      }
+      if (countAll || b.includes(done)) counter.add();
     },
     onOversize: () => socket.destroy(),
   }, 1 << 30);
@@ -179,21 +211,13 @@ export async function observer(target: string, countAll: boolean): Promise<Liste
   header.writeUInt32BE(sub.length, 0);
   header.writeUInt32BE(1, 4);
   socket.write(Buffer.concat([header, sub]));
-  return {
-    waitFor: (count) => (n >= count ? Promise.resolve() : new Promise<void>((r) => { want = count; wake = r; })),
-    reset: () => { n = 0; want = Infinity; },
-    received: () => n,
-    lagged: () => lag,
-    close: () => socket.destroy(),
-  };
+  return listener(socket, counter, () => lag);
 }
 
 /** A Redis subscriber of `channel` that counts messages. */
 export async function redisSubscriber(target: string, channel: string): Promise<Listener> {
   const socket = await connect(target);
-  let n = 0;
-  let want = Infinity;
-  let wake: (() => void) | null = null;
+  const counter = new Counter();
   const marker = Buffer.from('$7\r\nmessage\r\n');
   // Keeps the last few bytes, so a marker split across two reads is still seen (and never counted twice).
   let tail: Buffer = Buffer.alloc(0);
@@ -203,27 +227,16 @@ export async function redisSubscriber(target: string, channel: string): Promise<
     for (;;) {
       const i = buf.indexOf(marker, at);
       if (i === -1) break;
-      n++;
+      counter.add();
       at = i + marker.length;
     }
     tail = buf.subarray(Math.max(at, buf.length - (marker.length - 1)));
-    if (n >= want && wake !== null) {
-      const w = wake;
-      wake = null;
-      w();
-    }
   });
   socket.on('error', () => {});
   await new Promise<void>((resolve) => {
     socket.once('data', () => resolve());
     socket.write(`*2\r\n$9\r\nSUBSCRIBE\r\n$${Buffer.byteLength(channel)}\r\n${channel}\r\n`);
   });
-  n = 0;
-  return {
-    waitFor: (count) => (n >= count ? Promise.resolve() : new Promise<void>((r) => { want = count; wake = r; })),
-    reset: () => { n = 0; want = Infinity; },
-    received: () => n,
-    lagged: () => false,
-    close: () => socket.destroy(),
-  };
+  counter.reset();
+  return listener(socket, counter, () => false);
 }

@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
-import { collect, makeHome, runAgentd, startDaemon, waitFor, type Daemon, waitRunning, testDaemon, testClient, type DaemonOptions } from '../helpers/daemon.ts';
+import type { AgentdClient } from '../../src/client/index.ts';
+import { collect, makeHome, runAgentd, startDaemon, waitFor, type Daemon, waitRunning, testDaemon, testClient, type DaemonOptions, streamKilledAtFirstChunk } from '../helpers/daemon.ts';
 
 const CONFIG = { agents: { assistant: { model: 'echo' }, slow: { model: 'echo', echo: { delay_ms: 20 } } } };
 
@@ -43,15 +43,7 @@ describe('durable conversations', () => {
     const d = await daemon();
     const c = await client(d);
     const k = await client(d);
-    const evs: StreamEvent[] = [];
-    let killed = false;
-    for await (const ev of c.stream('slow', 'one two three four five six seven eight nine ten', { sender: 'cut' })) {
-      evs.push(ev);
-      if (ev.type === 'chunk' && !killed) {
-        killed = true;
-        await k.kill('slow', 'cut');
-      }
-    }
+    const evs = await streamKilledAtFirstChunk(c, k, 'slow', 'one two three four five six seven eight nine ten', 'cut');
     const streamed = evs.map((e) => (e.type === 'chunk' ? e.content : '')).join('');
     const h = await history(c, 'slow', 'cut');
     expect(h.messages).toEqual([

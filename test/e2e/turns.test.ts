@@ -1,7 +1,7 @@
 /** PROTOCOL §4 turns over real sockets: event order, FIFO, parallelism, cancel, on_busy, guests, ephemeral. */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { AgentdError, type AgentdClient, type StreamEvent } from '../../src/client/index.ts';
-import { cleanup, collect, startDaemon, waitFor, type Daemon, waitRunning } from '../helpers/daemon.ts';
+import { cleanup, collect, startDaemon, waitFor, type Daemon, waitRunning, streamKilledAtFirstChunk } from '../helpers/daemon.ts';
 import { RawConn } from '../helpers/raw.ts';
 import { decodeBody } from '../../src/shared/codec.ts';
 
@@ -135,15 +135,7 @@ describe('cancellation', () => {
   it('kill mid-stream ends the turn with cancelled; text streamed is kept; the next turn works', async () => {
     const c = await client();
     const k = await client();
-    const evs: StreamEvent[] = [];
-    let killed = false;
-    for await (const ev of c.stream('slow', 'one two three four five six seven eight nine ten', { sender: 'kill-me' })) {
-      evs.push(ev);
-      if (ev.type === 'chunk' && !killed) {
-        killed = true;
-        await k.kill('slow', 'kill-me');
-      }
-    }
+    const evs = await streamKilledAtFirstChunk(c, k, 'slow', 'one two three four five six seven eight nine ten', 'kill-me');
     const e = end(evs);
     expect(e.stop_reason).toBe('cancelled');
     expect(e.error).toBe('cancelled by kill');

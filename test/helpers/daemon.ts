@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { onTestFinished } from 'vitest';
-import { AgentdClient, type ConnectOptions } from '../../src/client/index.ts';
+import { AgentdClient, type ConnectOptions, type StreamEvent } from '../../src/client/index.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const AGENTD = join(ROOT, 'bin', 'agentd.mjs');
@@ -157,4 +157,18 @@ export async function waitRunning(c: AgentdClient, agent: string, sender: string
     const r = await c.request('list_active_conversations', { agent, sender });
     return (r.active_conversations as { conversations: { running: boolean }[] }).conversations[0]?.running === true;
   }, `a running turn of ${agent}/${sender}`);
+}
+
+/** Streams a turn on `c` and kills its pair through `killer` once the first chunk arrives; returns every event. */
+export async function streamKilledAtFirstChunk(c: AgentdClient, killer: AgentdClient, agent: string, content: string, sender: string): Promise<StreamEvent[]> {
+  const evs: StreamEvent[] = [];
+  let killed = false;
+  for await (const ev of c.stream(agent, content, { sender })) {
+    evs.push(ev);
+    if (ev.type === 'chunk' && !killed) {
+      killed = true;
+      await killer.kill(agent, sender);
+    }
+  }
+  return evs;
 }

@@ -44,7 +44,7 @@ export class AgentService {
   async #save(name: string, config: AgentConfig): Promise<AgentInfo> {
     await this.#o.storage?.run({ op: 'agent_upsert', name, config: JSON.stringify(config) });
     this.#o.agents.set(name, config);
-    this.#o.pool.broadcast({ t: 'agents', agents: this.#o.agents.all() });
+    this.#o.pool.broadcast({ type: 'agents', agents: this.#o.agents.all() });
     return this.#o.agents.info(name)!;
   }
 
@@ -66,7 +66,7 @@ export class AgentService {
   async delete(name: string): Promise<void> {
     if (!this.#o.agents.has(name)) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
     this.#o.agents.remove(name);
-    this.#o.pool.broadcast({ t: 'agents', agents: this.#o.agents.all() });
+    this.#o.pool.broadcast({ type: 'agents', agents: this.#o.agents.all() });
     await this.#o.pool.purgeAgent(name);
     await this.#o.storage?.run({ op: 'agent_delete', name });
     await this.#o.bus.removeAgent(name, { stored: false });

@@ -5,7 +5,7 @@
  * (main's messages to a shard are ordered).
  */
 import { AgentdError, Code } from '../shared/errors.ts';
-import { ConfigError, isValidAgentName, validateAgentConfig, type AgentConfig, type ProviderConfig } from '../shared/config.ts';
+import { isValidAgentName, validateAgentConfig, type AgentConfig, type ProviderConfig } from '../shared/config.ts';
 import { mergePatch } from '../shared/merge-patch.ts';
 import { listModels } from '../shared/provider-http.ts';
 import type { Logger } from '../shared/log.ts';
@@ -33,12 +33,8 @@ export class AgentService {
   }
 
   #validate(op: string, raw: unknown): AgentConfig {
-    try {
-      return validateAgentConfig(raw, op, 'config', Object.keys(this.#o.providers));
-    } catch (err) {
-      if (err instanceof ConfigError) throw new AgentdError(Code.BadRequest, err.message);
-      throw err;
-    }
+    // A ConfigError is a 400 naming the field.
+    return validateAgentConfig(raw, op, 'config', Object.keys(this.#o.providers));
   }
 
   async #save(name: string, config: AgentConfig): Promise<AgentInfo> {

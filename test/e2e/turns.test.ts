@@ -1,6 +1,6 @@
 /** PROTOCOL §4 turns over real sockets: event order, FIFO, parallelism, cancel, on_busy, guests, ephemeral. */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { AgentdError, type AgentdClient, type StreamEvent } from '../../src/client/index.ts';
+import { AgentdError, CONNECTION_CLOSED, type AgentdClient, type StreamEvent } from '../../src/client/index.ts';
 import { cleanup, collect, startDaemon, waitFor, type Daemon, waitRunning, streamKilledAtFirstChunk } from '../helpers/daemon.ts';
 import { RawConn } from '../helpers/raw.ts';
 import { decodeBody } from '../../src/shared/codec.ts';
@@ -262,7 +262,7 @@ describe('client lifecycle', () => {
     const c = await d.client();
     const turn = collect(c.stream('slow', 'a b c', { sender: 'drain' }));
     const drained = c.drain();
-    await expect(c.ping()).rejects.toMatchObject({ code: 'ERR_AGENTD_CONNECTION_CLOSED' });
+    await expect(c.ping()).rejects.toMatchObject({ name: 'ConnectionClosedError', code: CONNECTION_CLOSED });
     await drained;
     expect(end(await turn).stop_reason).toBe('text');
     expect(c.isClosed).toBe(true);

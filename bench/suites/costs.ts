@@ -37,7 +37,7 @@ async function shardTurnUs(n: number): Promise<number> {
     harness,
   });
   const turn = (i: number): TurnRequest => ({
-    t: 'turn', conn: 1, req: i, mode: 'stream', agent: 'assistant', sender: `s${Math.floor(i / 100)}`, content: 'hello',
+    type: 'turn', conn: 1, req: i, mode: 'stream', agent: 'assistant', sender: `s${Math.floor(i / 100)}`, content: 'hello',
     guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0,
   });
   const t0 = process.hrtime.bigint();

@@ -19,6 +19,7 @@ import { ConnectionClosedError } from './errors.ts';
 import { QueuedIterator } from './queued-iterator.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
+export { CONNECTION_CLOSED } from './errors.ts';
 
 export interface ConnectOptions {
   /** Unix socket path. */

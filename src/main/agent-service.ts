@@ -5,7 +5,7 @@
  * (main's messages to a shard are ordered).
  */
 import { AgentdError, Code } from '../shared/errors.ts';
-import { ConfigError, isValidAgentName, validateAgentConfig, type AgentConfig, type ProviderConfig } from '../shared/config.ts';
+import { isValidAgentName, validateAgentConfig, type AgentConfig, type ProviderConfig } from '../shared/config.ts';
 import { mergePatch } from '../shared/merge-patch.ts';
 import { listModels } from '../shared/provider-http.ts';
 import type { Logger } from '../shared/log.ts';
@@ -33,18 +33,14 @@ export class AgentService {
   }
 
   #validate(op: string, raw: unknown): AgentConfig {
-    try {
-      return validateAgentConfig(raw, op, 'config', Object.keys(this.#o.providers));
-    } catch (err) {
-      if (err instanceof ConfigError) throw new AgentdError(Code.BadRequest, err.message);
-      throw err;
-    }
+    // A ConfigError is a 400 naming the field.
+    return validateAgentConfig(raw, op, 'config', Object.keys(this.#o.providers));
   }
 
   async #save(name: string, config: AgentConfig): Promise<AgentInfo> {
     await this.#o.storage?.run({ op: 'agent_upsert', name, config: JSON.stringify(config) });
     this.#o.agents.set(name, config);
-    this.#o.pool.broadcast({ t: 'agents', agents: this.#o.agents.all() });
+    this.#o.pool.broadcast({ type: 'agents', agents: this.#o.agents.all() });
     return this.#o.agents.info(name)!;
   }
 
@@ -66,7 +62,7 @@ export class AgentService {
   async delete(name: string): Promise<void> {
     if (!this.#o.agents.has(name)) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
     this.#o.agents.remove(name);
-    this.#o.pool.broadcast({ t: 'agents', agents: this.#o.agents.all() });
+    this.#o.pool.broadcast({ type: 'agents', agents: this.#o.agents.all() });
     await this.#o.pool.purgeAgent(name);
     await this.#o.storage?.run({ op: 'agent_delete', name });
     await this.#o.bus.removeAgent(name, { stored: false });

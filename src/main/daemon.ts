@@ -1,5 +1,6 @@
 /**
- * The daemon: starts shards, then listeners; shuts down in phases.
+ * The daemon: builds its parts in dependency order, starts the shards, then
+ * the listeners; shuts down in phases.
  *
  * Shutdown: (1) refuse new work (503); (2) stop accepting connections;
  * (3) cancel running turns ("shutting down") and wait for their final frames
@@ -10,9 +11,10 @@ import type { Server, Socket } from 'node:net';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { validateAgentConfig, type AgentConfig, type ResolvedConfig } from '../shared/config.ts';
-import type { Db } from '../shared/db.ts';
+import type { ResolvedConfig } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
+import { CHECKPOINT_INTERVAL_MS } from '../shared/db.ts';
+import { createWriteLockBuffer } from '../shared/write-lock.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { AgentService } from './agent-service.ts';
 import { HarnessHost } from './harness-host.ts';
@@ -21,15 +23,14 @@ import { DEFAULT_AGENT_NAME } from './config-load.ts';
 import { Connection, type ConnectionHost } from './connection.ts';
 import { createDispatch, type Dispatch } from './dispatch.ts';
 import { closeServer, listenTcp, listenUnix } from './listeners.ts';
-import { ShardPool } from './shard-pool.ts';
+import { ShardPool, type ShardOutputs } from './shard-pool.ts';
 import { EventBus, type SubscriptionInfo } from './event-bus.ts';
 import { ObserverHub } from './observers.ts';
-import { BUS_CONN, type TurnRequest } from '../shared/threads.ts';
 import { StoragePool } from './storage-pool.ts';
-import { CHECKPOINT_INTERVAL_MS, prepareDatabaseFile } from '../shared/db.ts';
-import { createWriteLockBuffer } from '../shared/write-lock.ts';
+import { readStartupState } from './startup-state.ts';
+import { busTurn } from './turn-request.ts';
 
-/** Test-only: a turn whose content equals this crashes its shard (README, "Testing"). */
+/** Test-only: a turn whose content equals this crashes its shard (README, Configuration). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
 /** How long a closing connection may take to flush before it is cut. */
 const CONNECTION_CLOSE_MS = 500;
@@ -39,25 +40,46 @@ export interface DaemonAddresses {
   tcp: { host: string; port: number } | null;
 }
 
+/** Whether shutdown has begun; shared with dispatch, which refuses new work from then on. */
+interface Lifecycle {
+  closing: boolean;
+}
+
+/** The daemon's finished parts, built in dependency order by `assemble`. */
+interface DaemonParts {
+  config: ResolvedConfig;
+  log: Logger;
+  lifecycle: Lifecycle;
+  connections: Map<number, Connection>;
+  pool: ShardPool;
+  /** null when persistence is off. */
+  storage: StoragePool | null;
+  observers: ObserverHub;
+  dispatch: Dispatch;
+}
+
 export class Daemon implements ConnectionHost {
   readonly config: ResolvedConfig;
   readonly log: Logger;
-  readonly #connections = new Map<number, Connection>();
+  readonly #parts: DaemonParts;
   readonly #servers: Server[] = [];
-  #pool: ShardPool | null = null;
-  #storage: StoragePool | null = null;
-  #observers: ObserverHub | null = null;
-  #dispatch: Dispatch | null = null;
   #nextConnId = 1;
-  #closing = false;
   #closed: Promise<void> | null = null;
   #tcpPort: number | null = null;
   /** Files this daemon created, and only those, are removed at the end (never a live peer's). */
   #ownedFiles: string[] = [];
 
-  constructor(config: ResolvedConfig) {
-    this.config = config;
-    this.log = createLogger(config.logLevel, { thread: 'main' });
+  private constructor(parts: DaemonParts) {
+    this.#parts = parts;
+    this.config = parts.config;
+    this.log = parts.log;
+  }
+
+  /** Builds every part, starts the shards, then listens. */
+  static async start(config: ResolvedConfig): Promise<Daemon> {
+    const daemon = new Daemon(await assemble(config));
+    await daemon.#listen();
+    return daemon;
   }
 
   get portFile(): string {
@@ -69,92 +91,9 @@ export class Daemon implements ConnectionHost {
     return { socketPath: this.config.socketPath, tcp };
   }
 
-  async start(): Promise<void> {
+  async #listen(): Promise<void> {
     const { config } = this;
-    mkdirSync(config.home, { recursive: true, mode: 0o700 });
-    let agentConfigs = config.agents;
-    const crashToken = process.env[CRASH_TOKEN_ENV] || null;
-    const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
-    let stored: SubscriptionInfo[] = [];
-    if (dbPath !== null) {
-      // Start-up is the one time main touches the database synchronously.
-      prepareDatabaseFile(dbPath, (db) => {
-        stored = db
-          .prepare<[], { id: number; source: string; target_agent: string; once: number }>('SELECT id, source, target_agent, once FROM subscriptions ORDER BY id')
-          .all()
-          .map((r) => ({ ...r, once: r.once === 1 }));
-        agentConfigs = loadAgents(db, config, this.log);
-      });
-    }
-    const agents = new AgentRegistry(agentConfigs, DEFAULT_AGENT_NAME);
-    const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
-    const writeLock = createWriteLockBuffer();
-    if (dbPath !== null) {
-      this.#storage = new StoragePool(config.storageThreads, dbPath, writeLock, (err) => this.log.error({ err }, 'a storage thread failed'));
-      this.#storage.startCheckpoints(CHECKPOINT_INTERVAL_MS, (err) => this.log.warn({ err }, 'checkpoint failed'));
-    }
-    if (crashToken !== null) this.log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
-
-    // The harness host runs capability calls through the same dispatch as sockets (bound below).
-    const harness = new HarnessHost(() => this.#dispatch!, agents);
-    const pool = new ShardPool({
-      count: config.workers,
-      init: (index) => ({ index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel, crashToken, dbPath, memoryConversations: memoryPerShard, writeLock, harnessPort: harness.portForShard() }),
-      writeLock,
-      deliver: (conn, frames) => this.#connections.get(conn)?.write(frames),
-      agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
-      finished: ({ agent, text, depth }) => {
-        bus.publish(`agent:${agent}:done`, text, depth).catch((err: unknown) => this.log.error({ err, agent }, 'publishing a done event failed'));
-      },
-      log: this.log,
-    });
-    this.#pool = pool;
-    const observers = new ObserverHub((watching) => pool.broadcast({ t: 'observe', on: watching }));
-    this.#observers = observers;
-    const bus = new EventBus(
-      {
-        storage: this.#storage,
-        log: this.log,
-        fire: (sub, payload, depth) => {
-          if (!agents.has(sub.target_agent)) {
-            this.log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
-            return false;
-          }
-          const sender = `event:${sub.source}`;
-          const turn: TurnRequest = {
-            t: 'turn', conn: BUS_CONN, req: 0, mode: 'event', agent: sub.target_agent, sender, content: payload,
-            guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth,
-          };
-          pool.send(pool.shardFor(sub.target_agent, sender), turn);
-          return true;
-        },
-      },
-      stored,
-    );
-    await pool.start();
-
-    this.#dispatch = createDispatch({
-      pool,
-      storage: this.#storage,
-      bus,
-      observers,
-      agents,
-      skills: new SkillCatalogue(config.home, this.log),
-      agentService: new AgentService({ agents, pool, storage: this.#storage, bus, providers: config.providers, log: this.log }),
-      defaultSender: config.defaultSender,
-      startedAt: Date.now(),
-      connections: () => this.#connections.size,
-      closing: () => this.#closing,
-    });
-
-    const onSocket = (socket: Socket, transport: 'unix' | 'tcp'): void => {
-      if (this.#closing) {
-        socket.destroy();
-        return;
-      }
-      const id = this.#nextConnId++;
-      this.#connections.set(id, new Connection(id, socket, transport, this, config));
-    };
+    const onSocket = (socket: Socket, transport: 'unix' | 'tcp'): void => this.#accept(socket, transport);
     try {
       this.#servers.push(await listenUnix(config.socketPath, onSocket));
       this.#ownedFiles.push(config.socketPath);
@@ -172,14 +111,23 @@ export class Daemon implements ConnectionHost {
     this.log.info({ socket: config.socketPath, tcp: this.addresses.tcp, workers: config.workers }, 'agentd started');
   }
 
+  #accept(socket: Socket, transport: 'unix' | 'tcp'): void {
+    if (this.#parts.lifecycle.closing) {
+      socket.destroy();
+      return;
+    }
+    const id = this.#nextConnId++;
+    this.#parts.connections.set(id, new Connection(id, socket, transport, this, this.config));
+  }
+
   dispatch(conn: Connection, req: number, body: Record<string, unknown>): void {
-    this.#dispatch!(conn, req, body);
+    this.#parts.dispatch(conn, req, body);
   }
 
   closed(conn: Connection, cancelTurns: boolean): void {
-    this.#connections.delete(conn.id);
-    this.#observers?.connClosed(conn.id);
-    if (cancelTurns) this.#pool?.broadcast({ t: 'conn_closed', conn: conn.id });
+    this.#parts.connections.delete(conn.id);
+    this.#parts.observers.connClosed(conn.id);
+    if (cancelTurns) this.#parts.pool.broadcast({ type: 'conn_closed', conn: conn.id });
   }
 
   close(): Promise<void> {
@@ -188,64 +136,96 @@ export class Daemon implements ConnectionHost {
   }
 
   async #shutdown(): Promise<void> {
-    this.#closing = true;
+    const { lifecycle, observers, pool } = this.#parts;
+    lifecycle.closing = true;
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
-    this.#observers?.closeAll();
-    const pool = this.#pool;
-    if (pool !== null) {
-      pool.broadcast({ t: 'shutdown' });
-      const deadline = sleep(this.config.shutdownGraceMs, undefined, { ref: false });
-      const timedOut = await Promise.race([pool.idle().then(() => false), deadline.then(() => true)]);
-      if (timedOut) this.log.warn({ inflight: pool.inflight }, 'shutdown grace period ended with turns still running');
-    }
+    observers.closeAll();
+    pool.broadcast({ type: 'shutdown' });
+    const deadline = sleep(this.config.shutdownGraceMs, undefined, { ref: false });
+    const timedOut = await Promise.race([pool.idle().then(() => false), deadline.then(() => true)]);
+    if (timedOut) this.log.warn({ inflight: pool.inflight }, 'shutdown grace period ended with turns still running');
     await this.#teardown();
     await serversClosed;
   }
 
   async #teardown(): Promise<void> {
-    this.#closing = true;
+    this.#parts.lifecycle.closing = true;
     // Let queued replies reach their sockets, then close them.
-    await Promise.all([...this.#connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
+    await Promise.all([...this.#parts.connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
     for (const server of this.#servers) if (server.listening) server.close();
-    await this.#pool?.close();
-    await this.#storage?.close();
+    await this.#parts.pool.close();
+    await this.#parts.storage?.close();
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
   }
 }
 
 /**
- * The agents of a database: seeded from the config file on the first start
- * only, then managed over the protocol. A stored agent that no longer
- * validates (its provider left the file, say) is still loaded; its turns
- * then fail with a clear error rather than the daemon refusing to start.
+ * Builds the daemon's parts, each from parts already built: the pool is
+ * created first (it only queues until started), so observers, the bus and
+ * dispatch can use it; the shards start last, once everything they feed exists.
  */
-function loadAgents(db: Db, config: ResolvedConfig, log: Logger): Record<string, AgentConfig> {
-  const seeded = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'agents_seeded'").get();
-  if (seeded === undefined) {
-    const at = new Date().toISOString();
-    const insert = db.prepare<[string, string, string, string]>('INSERT OR REPLACE INTO agents (name, config, created_at, updated_at) VALUES (?, ?, ?, ?)');
-    db.transaction(() => {
-      for (const [name, agent] of Object.entries(config.agents)) insert.run(name, JSON.stringify(agent), at, at);
-      db.prepare("INSERT INTO meta (key, value) VALUES ('agents_seeded', ?)").run(at);
-    })();
-  }
-  const providers = Object.keys(config.providers);
-  const out: Record<string, AgentConfig> = {};
-  for (const row of db.prepare<[], { name: string; config: string }>('SELECT name, config FROM agents ORDER BY name').all()) {
-    const raw = JSON.parse(row.config) as Record<string, unknown>;
-    const own = typeof raw.provider === 'string' ? [raw.provider] : [];
-    try {
-      out[row.name] = validateAgentConfig(raw, 'database', `agents.${row.name}`, [...providers, ...own]);
-    } catch (err) {
-      log.error({ agent: row.name, err: (err as Error).message }, 'a stored agent does not validate; it is not loaded');
+async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
+  const log = createLogger(config.logLevel, { thread: 'main' });
+  mkdirSync(config.home, { recursive: true, mode: 0o700 });
+  const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
+  const startup = readStartupState(dbPath, config, log);
+  const agents = new AgentRegistry(startup.agents, DEFAULT_AGENT_NAME);
+  const writeLock = createWriteLockBuffer();
+  const storage = dbPath === null ? null : startStorage(config, dbPath, writeLock, log);
+  const lifecycle: Lifecycle = { closing: false };
+  const connections = new Map<number, Connection>();
+
+  const pool = new ShardPool({ count: config.workers, writeLock, log });
+  const observers = new ObserverHub((watching) => pool.broadcast({ type: 'observe', watching }));
+  const fire = (sub: SubscriptionInfo, payload: string, depth: number): boolean => {
+    if (!agents.has(sub.target_agent)) {
+      log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
+      return false;
     }
-  }
-  return out;
+    pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth));
+    return true;
+  };
+  const bus = new EventBus({ storage, log, fire }, startup.subscriptions);
+  const dispatch = createDispatch({
+    pool,
+    storage,
+    bus,
+    observers,
+    agents,
+    skills: new SkillCatalogue(config.home, log),
+    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, log }),
+    defaultSender: config.defaultSender,
+    startedAt: Date.now(),
+    connections: () => connections.size,
+    closing: () => lifecycle.closing,
+  });
+  const harness = new HarnessHost(dispatch, agents);
+
+  const crashToken = process.env[CRASH_TOKEN_ENV] || null;
+  if (crashToken !== null) log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
+  const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
+  const outputs: ShardOutputs = {
+    init: (index) => ({
+      index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
+      crashToken, dbPath, memoryConversations: memoryPerShard, writeLock, harnessPort: harness.portForShard(),
+    }),
+    deliver: (conn, frames) => connections.get(conn)?.write(frames),
+    agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
+    finished: ({ agent, text, depth }) => {
+      bus.publish(`agent:${agent}:done`, text, depth).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));
+    },
+  };
+  await pool.start(outputs);
+  return { config, log, lifecycle, connections, pool, storage, observers, dispatch };
 }
 
-export async function startDaemon(config: ResolvedConfig): Promise<Daemon> {
-  const daemon = new Daemon(config);
-  await daemon.start();
-  return daemon;
+function startStorage(config: ResolvedConfig, dbPath: string, writeLock: SharedArrayBuffer, log: Logger): StoragePool {
+  const storage = new StoragePool(config.storageThreads, dbPath, writeLock, (err) => log.error({ err }, 'a storage thread failed'));
+  storage.startCheckpoints(CHECKPOINT_INTERVAL_MS, (err) => log.warn({ err }, 'checkpoint failed'));
+  return storage;
+}
+
+export function startDaemon(config: ResolvedConfig): Promise<Daemon> {
+  return Daemon.start(config);
 }

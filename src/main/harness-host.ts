@@ -30,14 +30,13 @@ const HOST_ID_BASE = 0x7fff_0000;
 type Pending = { resolve(body: Record<string, unknown>): void };
 
 export class HarnessHost {
-  readonly #dispatch: () => Dispatch;
+  readonly #dispatch: Dispatch;
   readonly #agents: AgentRegistry;
   readonly #pending = new Map<number, Pending>();
   #nextReq = 1;
   readonly #requester: Requester;
 
-  /** `dispatch` is late-bound: the host is built before the dispatch it calls. */
-  constructor(dispatch: () => Dispatch, agents: AgentRegistry) {
+  constructor(dispatch: Dispatch, agents: AgentRegistry) {
     this.#dispatch = dispatch;
     this.#agents = agents;
     this.#requester = {
@@ -73,7 +72,7 @@ export class HarnessHost {
           else resolve(body);
         },
       });
-      this.#dispatch()(this.#requester, req, { [op]: args });
+      this.#dispatch(this.#requester, req, { [op]: args });
     });
   }
 

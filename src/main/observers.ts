@@ -1,11 +1,13 @@
 /**
  * The agent event stream's observers (`subscribe_events`). Shards encode each
  * agent event once; main writes those same bytes to every observer, behind a
- * header naming that observer's request, one write per observer per batch. An observer that reads too slowly
- * loses events instead of slowing anyone: past a backlog bound its events are
- * dropped and counted, and the first frame after the gap says how many.
+ * header naming that observer's request, one write per observer per batch.
+ * An observer that reads too slowly loses events instead of slowing anyone:
+ * past a backlog bound its events are dropped and counted, and the first
+ * frame after the gap says how many.
  */
-import { FLAG_LAST, frameOf, HEADER_BYTES } from '../shared/codec.ts';
+import { FLAG_LAST, frameOf } from '../shared/codec.ts';
+import { FRAME_ID_OFFSET, HEADER_BYTES, writeFrame } from '../shared/byte-layouts.ts';
 
 /** What an observer needs of its connection. */
 export interface ObserverSink {
@@ -132,12 +134,8 @@ function template(agents: readonly string[], bodies: readonly Uint8Array[], only
   let at = 0;
   for (let i = 0; i < bodies.length; i++) {
     if (only !== null && agents[i] !== only) continue;
-    const body = bodies[i]!;
-    bytes.writeUInt32BE(body.length, at);
-    idOffsets.push(at + 4);
-    bytes[at + 8] = 0;
-    bytes.set(body, at + HEADER_BYTES);
-    at += HEADER_BYTES + body.length;
+    idOffsets.push(at + FRAME_ID_OFFSET);
+    at = writeFrame(bytes, at, 0, 0, bodies[i]!); // id 0: each observer patches in its own
   }
   return { bytes, idOffsets, count };
 }

@@ -3,9 +3,9 @@
  * the decoder takes chunks and calls a sink fixed at construction.
  */
 import { Packr, Unpackr } from 'msgpackr';
+import { FRAME_FLAGS_OFFSET, FRAME_ID_OFFSET, HEADER_BYTES, writeFrame } from './byte-layouts.ts';
 
-export const HEADER_BYTES = 9;
-export const FLAG_LAST = 1;
+export { FLAG_LAST, HEADER_BYTES } from './byte-layouts.ts';
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 /**
@@ -28,10 +28,7 @@ export function decodeBody(body: Uint8Array): unknown {
 /** A whole frame (header + body) in one exact-size buffer. */
 export function encodeFrame(id: number, flags: number, body: Uint8Array): Buffer {
   const frame = Buffer.allocUnsafe(HEADER_BYTES + body.byteLength);
-  frame.writeUInt32BE(body.byteLength, 0);
-  frame.writeUInt32BE(id >>> 0, 4);
-  frame[8] = flags;
-  frame.set(body, HEADER_BYTES);
+  writeFrame(frame, 0, id, flags, body);
   return frame;
 }
 
@@ -94,7 +91,7 @@ export class FrameDecoder {
       const joined = this.#take();
       const length = joined.readUInt32BE(0);
       if (length > this.#maxBody) {
-        this.#oversize(joined.readUInt32BE(4), length);
+        this.#oversize(joined.readUInt32BE(FRAME_ID_OFFSET), length);
         return;
       }
       if (joined.length >= HEADER_BYTES + length) {
@@ -133,7 +130,7 @@ export class FrameDecoder {
     let off = 0;
     while (buf.length - off >= HEADER_BYTES) {
       const length = buf.readUInt32BE(off);
-      const id = buf.readUInt32BE(off + 4);
+      const id = buf.readUInt32BE(off + FRAME_ID_OFFSET);
       if (length > this.#maxBody) {
         this.#oversize(id, length);
         return;
@@ -144,7 +141,7 @@ export class FrameDecoder {
         this.#need = HEADER_BYTES + length;
         return;
       }
-      const flags = buf[off + 8]!;
+      const flags = buf[off + FRAME_FLAGS_OFFSET]!;
       this.#sink.onFrame(id, flags, buf.subarray(off + HEADER_BYTES, end));
       if (this.#stopped) return;
       off = end;

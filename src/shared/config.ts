@@ -4,6 +4,7 @@
  * trusts the resolved, frozen result and never re-checks it.
  */
 import { isPlainMap } from './args.ts';
+import { AgentdError, Code } from './errors.ts';
 
 export interface EchoOptions {
   /** Awaited, cancellable wait before each chunk, in milliseconds. */
@@ -109,9 +110,10 @@ export const DEFAULTS = {
   storageThreads: 2,
 } as const;
 
-export class ConfigError extends Error {
+/** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
+export class ConfigError extends AgentdError {
   constructor(source: string, field: string, what: string) {
-    super(`${source}: ${field} ${what}`);
+    super(Code.BadRequest, `${source}: ${field} ${what}`);
     this.name = 'ConfigError';
   }
 }

@@ -6,6 +6,7 @@
  * (even kill -9) still loses at most uncommitted turns.
  */
 import Database from 'better-sqlite3';
+import { AgentdError, Code } from './errors.ts';
 
 export type Db = Database.Database;
 
@@ -79,9 +80,10 @@ const MIGRATIONS: readonly string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-export class SchemaError extends Error {
+/** The database's schema is newer than this agentd understands. */
+export class SchemaError extends AgentdError {
   constructor(message: string) {
-    super(message);
+    super(Code.Internal, message);
     this.name = 'SchemaError';
   }
 }

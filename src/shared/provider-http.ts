@@ -5,11 +5,13 @@
  * only into the Authorization header.
  */
 import type { ProviderConfig } from './config.ts';
+import { AgentdError, Code } from './errors.ts';
 
-export class ProviderError extends Error {
+/** A model endpoint failed; `status` is its HTTP status, when it answered at all. */
+export class ProviderError extends AgentdError {
   readonly status: number | null;
   constructor(message: string, status: number | null = null) {
-    super(message);
+    super(Code.Internal, message);
     this.name = 'ProviderError';
     this.status = status;
   }

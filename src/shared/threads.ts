@@ -29,7 +29,7 @@ export interface ShardInit {
 }
 
 export interface TurnRequest {
-  t: 'turn';
+  type: 'turn';
   conn: number;
   req: number;
   /** `stream` replies with events; `send` with one `response`; `event` (fired by the bus) replies nothing. */
@@ -47,7 +47,7 @@ export interface TurnRequest {
 }
 
 export interface KillRequest {
-  t: 'kill';
+  type: 'kill';
   conn: number;
   req: number;
   agent: string;
@@ -56,7 +56,7 @@ export interface KillRequest {
 
 /** Summarize the pair's history; runs in the pair's FIFO like a turn. */
 export interface CompactRequest {
-  t: 'compact';
+  type: 'compact';
   conn: number;
   req: number;
   agent: string;
@@ -66,7 +66,7 @@ export interface CompactRequest {
 
 /** `get_conversation_history` and `delete_conversation`: pair operations answered by the pair's shard. */
 export interface PairRequest {
-  t: 'history' | 'delete';
+  type: 'history' | 'delete';
   conn: number;
   req: number;
   agent: string;
@@ -75,35 +75,42 @@ export interface PairRequest {
 
 /** The connection closed: cancel its running and queued turns. */
 export interface ConnClosed {
-  t: 'conn_closed';
+  type: 'conn_closed';
   conn: number;
 }
 
-/** Questions main asks every shard; each answers with a QueryResult of the same qid. */
-export type ShardQuery =
-  | { t: 'query'; qid: number; q: 'active'; agent: string | null; sender: string | null }
-  /** Cancel and forget every conversation of a deleted agent; answered once its running turns have ended. */
-  | { t: 'query'; qid: number; q: 'purge_agent'; agent: string };
+/** Main asks every shard for its conversations in memory; answered by an ActiveAnswer of the same id. */
+export interface ActiveQuery {
+  type: 'active_query';
+  id: number;
+  agent: string | null;
+  sender: string | null;
+}
 
-export type ActiveQuery = Extract<ShardQuery, { q: 'active' }>;
+/** Cancel and forget every conversation of a deleted agent; `id` comes back in `purged` once its running turns have ended. */
+export interface PurgeAgent {
+  type: 'purge_agent';
+  id: number;
+  agent: string;
+}
 
 export interface AgentsUpdate {
-  t: 'agents';
+  type: 'agents';
   agents: Record<string, AgentConfig>;
 }
 
 /** Whether anyone watches the agent event stream: shards encode agent events only while someone does. */
 export interface ObserveUpdate {
-  t: 'observe';
-  on: boolean;
+  type: 'observe';
+  watching: boolean;
 }
 
 /** Cancel everything with "shutting down"; take no new turns. */
 export interface ShutdownRequest {
-  t: 'shutdown';
+  type: 'shutdown';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ShardQuery | AgentsUpdate | ObserveUpdate | ShutdownRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentsUpdate | ObserveUpdate | ShutdownRequest;
 
 export interface ActiveConversation {
   agent: string;
@@ -115,29 +122,31 @@ export interface ActiveConversation {
   queued: number;
 }
 
-export interface QueryResult {
-  qid: number;
-  result: ActiveConversation[];
+export interface ActiveAnswer {
+  id: number;
+  conversations: ActiveConversation[];
 }
 
 /**
- * One batch from a shard. `b` holds sections `[conn u32][bytes u32][frames…]`,
- * each frame already a complete wire frame (header included), so main writes
- * a section with one call and decodes nothing. `started` and `done` list
- * `conn, req` pairs whose first frame / LAST frame is in this batch, so main
- * can account for open requests (and answer them if the shard dies) without
- * reading frames.
+ * One batch from a shard (byte layouts in byte-layouts.ts). `sections` holds
+ * one section per connection, each a run of complete wire frames, so main
+ * writes a section with one call and decodes nothing. `started` and `done`
+ * list `conn, req` pairs whose first frame / LAST frame is in this batch, so
+ * main can account for open requests (and answer them if the shard dies)
+ * without reading frames.
  */
 export interface FrameBatch {
-  t: 'frames';
-  b: ArrayBuffer | null;
+  type: 'frames';
+  sections: ArrayBuffer | null;
   started: number[];
   done: number[];
-  queries: QueryResult[];
-  /** Agent events, each `[len u32][agent_event body]`, encoded once for every observer. */
-  ev: ArrayBuffer | null;
-  /** The agent of each event in `ev`, for observers that watch one agent. */
-  evAgents: string[];
+  activeAnswers: ActiveAnswer[];
+  /** Ids of PurgeAgent messages now complete. */
+  purged: number[];
+  /** Agent events as an event list, each body encoded once for every observer. */
+  agentEvents: ArrayBuffer | null;
+  /** The agent of each event in `agentEvents`, for observers that watch one agent. */
+  agentEventAgents: string[];
   /** Turns that finished (not guest, not ephemeral): each publishes `agent:<name>:done`. */
   finished: TurnFinished[];
 }
@@ -157,12 +166,10 @@ export interface HarnessHostApi {
 export const BUS_CONN = 0;
 
 export interface ShardReady {
-  t: 'ready';
+  type: 'ready';
 }
 
 export type FromShard = FrameBatch | ShardReady;
-
-export const SECTION_HEADER_BYTES = 8;
 
 /** Database work main hands to the storage pool. */
 export type StorageTask =

@@ -19,6 +19,9 @@ export function createWriteLockBuffer(): SharedArrayBuffer {
   return new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
 }
 
+/** The storage pool's threads share one token, outside the shards' (1..N). */
+export const STORAGE_POOL_TOKEN = -1;
+
 export function ownerToken(shardIndex: number): number {
   return shardIndex + 1;
 }

@@ -8,6 +8,7 @@ import { Fifo } from './fifo.ts';
 import type { Message } from './models/types.ts';
 import type { Cancellation } from './cancellation.ts';
 import type { StoredConversation } from './store.ts';
+import type { TurnReply } from './turn-reply.ts';
 
 export const TITLE_CHARS = 80;
 export const SUMMARY_PREFIX = 'Summary of the conversation so far:\n';
@@ -17,8 +18,10 @@ export interface Turn {
   readonly kind: 'turn';
   readonly req: TurnRequest;
   readonly cancel: Cancellation;
-  /** null for ephemeral turns, which belong to no conversation. */
-  readonly conv: Conversation | null;
+  /** An ephemeral turn gets a transient conversation of its own, in no table. */
+  readonly conv: Conversation;
+  /** The one reply of this turn, from refusal or queueing to its end. */
+  readonly reply: TurnReply;
 }
 
 export interface CompactJob {
@@ -47,10 +50,13 @@ export class Conversation {
   readonly queue = new Fifo<Job>();
   /** Set by delete: nothing more is written for it. */
   deleted = false;
+  /** An ephemeral turn's: fresh history, nothing stored, in no table. */
+  readonly transient: boolean;
 
-  constructor(agent: string, sender: string, stored: StoredConversation | null = null) {
+  constructor(agent: string, sender: string, stored: StoredConversation | null = null, transient = false) {
     this.agent = agent;
     this.sender = sender;
+    this.transient = transient;
     this.createdAt = stored === null ? Date.now() : Date.parse(stored.createdAt);
     if (stored !== null) {
       this.dbId = stored.id;

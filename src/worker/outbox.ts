@@ -4,13 +4,18 @@
  * coalesced into one section per connection inside one transferred buffer.
  * Main then writes each section with one call and decodes nothing.
  */
-import { FLAG_LAST, HEADER_BYTES, packr } from '../shared/codec.ts';
-import { SECTION_HEADER_BYTES, type FrameBatch, type QueryResult, type TurnFinished } from '../shared/threads.ts';
-
-interface Section {
-  buf: Buffer;
-  len: number;
-}
+import { packr } from '../shared/codec.ts';
+import {
+  FLAG_LAST,
+  GrowableBytes,
+  HEADER_BYTES,
+  SECTION_HEADER_BYTES,
+  EVENT_LENGTH_BYTES,
+  writeEventEntry,
+  writeFrame,
+  writeSectionHeader,
+} from '../shared/byte-layouts.ts';
+import type { ActiveAnswer, FrameBatch, TurnFinished } from '../shared/threads.ts';
 
 const INITIAL_SECTION_BYTES = 4096;
 /** Section buffers kept for reuse between flushes. */
@@ -18,15 +23,28 @@ const SPARE_LIMIT = 64;
 
 export type PostBatch = (batch: FrameBatch, transfer: ArrayBuffer[]) => void;
 
-export class Outbox {
+/** What the job runner and the shard's message handler need of the outbox (tests fake it). */
+export interface FrameOut {
+  /** Someone watches the agent event stream; agent events are encoded only then. */
+  observing: boolean;
+  frame(conn: number, req: number, last: boolean, value: unknown): void;
+  started(conn: number, req: number): void;
+  agentEvent(agent: string, value: unknown): void;
+  finished(record: TurnFinished): void;
+  activeAnswer(answer: ActiveAnswer): void;
+  purged(id: number): void;
+}
+
+export class Outbox implements FrameOut {
   readonly #post: PostBatch;
-  #sections = new Map<number, Section>();
+  #sections = new Map<number, GrowableBytes>();
   #spare: Buffer[] = [];
   #started: number[] = [];
   #done: number[] = [];
-  #queries: QueryResult[] = [];
+  #activeAnswers: ActiveAnswer[] = [];
+  #purged: number[] = [];
   #finished: TurnFinished[] = [];
-  #events: Section = { buf: Buffer.allocUnsafe(INITIAL_SECTION_BYTES), len: 0 };
+  readonly #events = new GrowableBytes(Buffer.allocUnsafe(INITIAL_SECTION_BYTES));
   #eventAgents: string[] = [];
   #scheduled = false;
   /** Someone watches the agent event stream (main says so); agent events are encoded only then. */
@@ -41,14 +59,7 @@ export class Outbox {
   frame(conn: number, req: number, last: boolean, value: unknown): void {
     const body = packr.pack(value); // a view into msgpackr's pool: copied below
     const section = this.#section(conn, HEADER_BYTES + body.length);
-    const buf = section.buf;
-    let at = section.len;
-    buf.writeUInt32BE(body.length, at);
-    buf.writeUInt32BE(req >>> 0, at + 4);
-    buf[at + 8] = last ? FLAG_LAST : 0;
-    at += HEADER_BYTES;
-    buf.set(body, at);
-    section.len = at + body.length;
+    section.len = writeFrame(section.buf, section.len, req, last ? FLAG_LAST : 0, body);
     if (last) this.#done.push(conn, req);
     this.#schedule();
   }
@@ -61,15 +72,8 @@ export class Outbox {
   /** Encodes one agent event, once, for every observer main will write it to. */
   agentEvent(agent: string, value: unknown): void {
     const body = packr.pack(value);
-    const ev = this.#events;
-    if (ev.len + 4 + body.length > ev.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(ev.buf.length * 2, ev.len + 4 + body.length));
-      ev.buf.copy(grown, 0, 0, ev.len);
-      ev.buf = grown;
-    }
-    ev.buf.writeUInt32BE(body.length, ev.len);
-    ev.buf.set(body, ev.len + 4);
-    ev.len += 4 + body.length;
+    this.#events.reserve(EVENT_LENGTH_BYTES + body.length);
+    this.#events.len = writeEventEntry(this.#events.buf, this.#events.len, body);
     this.#eventAgents.push(agent);
     this.#schedule();
   }
@@ -80,22 +84,25 @@ export class Outbox {
     this.#schedule();
   }
 
-  query(result: QueryResult): void {
-    this.#queries.push(result);
+  activeAnswer(answer: ActiveAnswer): void {
+    this.#activeAnswers.push(answer);
     this.#schedule();
   }
 
-  #section(conn: number, extra: number): Section {
+  purged(id: number): void {
+    this.#purged.push(id);
+    this.#schedule();
+  }
+
+  #section(conn: number, extra: number): GrowableBytes {
     let section = this.#sections.get(conn);
     if (section === undefined) {
       const size = Math.max(INITIAL_SECTION_BYTES, extra);
       const spare = this.#spare.pop();
-      section = { buf: spare !== undefined && spare.length >= size ? spare : Buffer.allocUnsafe(size), len: 0 };
+      section = new GrowableBytes(spare !== undefined && spare.length >= size ? spare : Buffer.allocUnsafe(size));
       this.#sections.set(conn, section);
-    } else if (section.len + extra > section.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(section.buf.length * 2, section.len + extra));
-      section.buf.copy(grown, 0, 0, section.len);
-      section.buf = grown;
+    } else {
+      section.reserve(extra);
     }
     return section;
   }
@@ -108,49 +115,61 @@ export class Outbox {
     setImmediate(this.#flushNow);
   }
 
-  flush(): void {
-    this.#scheduled = false;
+  /** Packs every section into one buffer to transfer; null when there are none. */
+  #takeSections(): ArrayBuffer | null {
     let total = 0;
     for (const s of this.#sections.values()) total += SECTION_HEADER_BYTES + s.len;
-    let b: ArrayBuffer | null = null;
-    if (total > 0) {
-      b = new ArrayBuffer(total);
-      const out = Buffer.from(b);
-      let at = 0;
-      for (const [conn, s] of this.#sections) {
-        out.writeUInt32BE(conn, at);
-        out.writeUInt32BE(s.len, at + 4);
-        s.buf.copy(out, at + SECTION_HEADER_BYTES, 0, s.len);
-        at += SECTION_HEADER_BYTES + s.len;
-        if (this.#spare.length < SPARE_LIMIT) this.#spare.push(s.buf);
-      }
-      this.#sections.clear();
+    if (total === 0) return null;
+    const packed = new ArrayBuffer(total);
+    const out = Buffer.from(packed);
+    let at = 0;
+    for (const [conn, s] of this.#sections) {
+      writeSectionHeader(out, at, conn, s.len);
+      s.buf.copy(out, at + SECTION_HEADER_BYTES, 0, s.len);
+      at += SECTION_HEADER_BYTES + s.len;
+      if (this.#spare.length < SPARE_LIMIT) this.#spare.push(s.buf);
     }
-    let ev: ArrayBuffer | null = null;
-    if (this.#events.len > 0) {
-      ev = new ArrayBuffer(this.#events.len);
-      this.#events.buf.copy(Buffer.from(ev), 0, 0, this.#events.len);
-      this.#events.len = 0;
-    }
-    if (b === null && ev === null && this.#done.length === 0 && this.#started.length === 0 && this.#queries.length === 0 && this.#finished.length === 0) return;
+    this.#sections.clear();
+    return packed;
+  }
+
+  #takeEvents(): ArrayBuffer | null {
+    if (this.#events.len === 0) return null;
+    const events = new ArrayBuffer(this.#events.len);
+    this.#events.buf.copy(Buffer.from(events), 0, 0, this.#events.len);
+    this.#events.len = 0;
+    return events;
+  }
+
+  get #empty(): boolean {
+    return this.#done.length === 0 && this.#started.length === 0 && this.#activeAnswers.length === 0 && this.#purged.length === 0 && this.#finished.length === 0;
+  }
+
+  flush(): void {
+    this.#scheduled = false;
+    const sections = this.#takeSections();
+    const agentEvents = this.#takeEvents();
+    if (sections === null && agentEvents === null && this.#empty) return;
     const batch: FrameBatch = {
-      t: 'frames',
-      b,
+      type: 'frames',
+      sections,
       started: this.#started,
       done: this.#done,
-      queries: this.#queries,
-      ev,
-      evAgents: this.#eventAgents,
+      activeAnswers: this.#activeAnswers,
+      purged: this.#purged,
+      agentEvents,
+      agentEventAgents: this.#eventAgents,
       finished: this.#finished,
     };
     this.#started = [];
     this.#done = [];
-    this.#queries = [];
+    this.#activeAnswers = [];
+    this.#purged = [];
     this.#eventAgents = [];
     this.#finished = [];
     const transfer: ArrayBuffer[] = [];
-    if (b !== null) transfer.push(b);
-    if (ev !== null) transfer.push(ev);
+    if (sections !== null) transfer.push(sections);
+    if (agentEvents !== null) transfer.push(agentEvents);
     this.#post(batch, transfer);
   }
 }

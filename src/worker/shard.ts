@@ -31,7 +31,7 @@ const scheduler = new TurnScheduler({
 
 port.on('message', (batch: ToShard[]) => {
   for (const msg of batch) {
-    if (init.crashToken !== null && msg.t === 'turn' && msg.content === init.crashToken) {
+    if (init.crashToken !== null && msg.type === 'turn' && msg.content === init.crashToken) {
       // Test-only fault injection (AGENTD_TEST_CRASH_TOKEN): die like a real bug would.
       throw new Error(`shard ${init.index}: crash injected by AGENTD_TEST_CRASH_TOKEN`);
     }
@@ -39,4 +39,4 @@ port.on('message', (batch: ToShard[]) => {
   }
 });
 
-port.postMessage({ t: 'ready' } satisfies FromShard);
+port.postMessage({ type: 'ready' } satisfies FromShard);

@@ -8,6 +8,7 @@ import type { Db } from '../shared/db.ts';
 import type { Transaction } from 'better-sqlite3';
 import { now } from '../shared/db.ts';
 import type { Message } from './models/types.ts';
+import { TITLE_CHARS } from './conversation.ts';
 import type { WriteLock } from '../shared/write-lock.ts';
 
 /** What appendTurn needs of a conversation: its row (if any), pair, title and how many messages are stored. */
@@ -109,7 +110,7 @@ export class ConversationStore {
       const at = now();
       let id = conv.dbId;
       if (id === null) {
-        const title = conv.title || (messages.find((m) => m.role === 'user')?.content.slice(0, 80) ?? '');
+        const title = conv.title || (messages.find((m) => m.role === 'user')?.content.slice(0, TITLE_CHARS) ?? '');
         id = this.#insertConversation.get(conv.agent, conv.sender, title, at, at)!.id;
         this.#insertTitleFts.run(id, title);
       }

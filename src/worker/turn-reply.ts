@@ -8,7 +8,7 @@
 import { Code } from '../shared/errors.ts';
 import { StopReason, zeroUsage, type EndEvent } from '../shared/protocol.ts';
 import type { TurnRequest } from '../shared/threads.ts';
-import type { Outbox } from './outbox.ts';
+import type { FrameOut } from './outbox.ts';
 
 /** Stream event → agent event kind (events without a kind are not observed). */
 const KIND: Record<string, string | undefined> = {
@@ -24,12 +24,12 @@ const KIND: Record<string, string | undefined> = {
 };
 
 export class TurnReply {
-  readonly #outbox: Outbox;
+  readonly #outbox: FrameOut;
   readonly #req: TurnRequest;
   readonly #streaming: boolean;
   #agent: string;
 
-  constructor(outbox: Outbox, req: TurnRequest) {
+  constructor(outbox: FrameOut, req: TurnRequest) {
     this.#outbox = outbox;
     this.#req = req;
     this.#streaming = req.mode === 'stream';

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
-import { cleanup, collect, makeHome, startDaemon, type Daemon, waitRunning } from '../helpers/daemon.ts';
+import { cleanup, collect, makeHome, startDaemon, type Daemon, waitRunning, testClient } from '../helpers/daemon.ts';
+import { end } from '../helpers/events.ts';
 
 const SECRET_ENV = 'ghp_very_secret_token_123';
 const SECRET_AUTH = 'Bearer sekret-auth-value-456';
@@ -50,13 +51,8 @@ beforeAll(async () => {
 });
 afterAll(() => cleanup(d));
 
-async function client(): Promise<AgentdClient> {
-  const c = await d.client();
-  onTestFinished(() => c.close());
-  return c;
-}
+const client = (): Promise<AgentdClient> => testClient(d);
 const toolResult = (evs: StreamEvent[]) => evs.find((e) => e.type === 'tool_result') as Extract<StreamEvent, { type: 'tool_result' }>;
-const end = (evs: StreamEvent[]) => evs.at(-1) as Extract<StreamEvent, { type: 'end' }>;
 
 describe('agent management', () => {
   it('create, get, list, update with a merge patch, delete', async () => {

@@ -1,7 +1,7 @@
 /** PROTOCOL §1–2 over a real socket: framing, malformed input, error replies. */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { encodeBody, encodeFrame } from '../../src/shared/codec.ts';
-import { cleanup, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { cleanup, startDaemon, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { RawConn } from '../helpers/raw.ts';
 
 let d: Daemon;
@@ -132,9 +132,15 @@ describe('request validation', () => {
   });
 
   it('counts connections in stats', async () => {
-    const a = await d.client();
-    onTestFinished(() => a.close());
-    await waitFor(async () => ((await a.stats()).connections as number) >= 1, 'connection count');
+    const own = await testDaemon({ config: { agents: { assistant: { model: 'echo' }, slow: { model: 'echo' } } } });
+    const a = await testClient(own);
+    const count = async (): Promise<number> => (await a.stats()).connections as number;
+    // The start-up probe's connection may still be closing: wait until `a` is the only one.
+    await waitFor(async () => (await count()) === 1, 'one connection');
+    const b = await own.client();
+    await waitFor(async () => (await count()) === 2, 'a second connection');
+    await b.close();
+    await waitFor(async () => (await count()) === 1, 'the second connection to be gone');
     const s = await a.stats();
     expect(s).toMatchObject({ workers: 2, registered_agents: 2, active_model: 'echo', subscriptions: 0 });
     expect(typeof s.version).toBe('string');

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
-import { cleanup, collect, makeHome, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { cleanup, collect, makeHome, startDaemon, waitFor, type Daemon, testClient } from '../helpers/daemon.ts';
+import { types, end } from '../helpers/events.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 
 const KEY = 'sk-test-very-secret-key';
@@ -48,13 +49,7 @@ afterAll(async () => {
   await api.close();
 });
 
-async function client(): Promise<AgentdClient> {
-  const c = await d.client();
-  onTestFinished(() => c.close());
-  return c;
-}
-const types = (evs: StreamEvent[]) => evs.map((e) => e.type);
-const end = (evs: StreamEvent[]) => evs.at(-1) as Extract<StreamEvent, { type: 'end' }>;
+const client = (): Promise<AgentdClient> => testClient(d);
 const chatRequests = () => api.requests.filter((r) => r.path === '/v1/chat/completions');
 
 describe('OpenAI-compatible provider', () => {

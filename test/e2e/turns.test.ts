@@ -1,7 +1,8 @@
 /** PROTOCOL §4 turns over real sockets: event order, FIFO, parallelism, cancel, on_busy, guests, ephemeral. */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { AgentdError, type AgentdClient, type StreamEvent } from '../../src/client/index.ts';
-import { cleanup, collect, startDaemon, waitFor, type Daemon, waitRunning, streamKilledAtFirstChunk } from '../helpers/daemon.ts';
+import { AgentdError, CONNECTION_CLOSED, type AgentdClient, type StreamEvent } from '../../src/client/index.ts';
+import { cleanup, collect, startDaemon, waitFor, type Daemon, waitRunning, streamKilledAtFirstChunk, testClient } from '../helpers/daemon.ts';
+import { chunkCount, end, text, types } from '../helpers/events.ts';
 import { RawConn } from '../helpers/raw.ts';
 import { decodeBody } from '../../src/shared/codec.ts';
 
@@ -23,15 +24,14 @@ beforeAll(async () => {
 });
 afterAll(() => cleanup(d));
 
-async function client(): Promise<AgentdClient> {
-  const c = await d.client();
-  onTestFinished(() => c.close());
-  return c;
-}
+const client = (): Promise<AgentdClient> => testClient(d);
 
-const types = (evs: StreamEvent[]): string[] => evs.map((e) => e.type);
-const text = (evs: StreamEvent[]): string => evs.map((e) => (e.type === 'chunk' ? e.content : '')).join('');
-const end = (evs: StreamEvent[]) => evs.at(-1) as Extract<StreamEvent, { type: 'end' }>;
+/**
+ * 400 words on `slow`: ten seconds of output, so a turn cancelled after one
+ * round trip is still running when the cancel arrives even on a loaded machine.
+ */
+const LONG_WORDS = 400;
+const LONG = Array.from({ length: LONG_WORDS }, (_, i) => `w${i}`).join(' ');
 
 describe('a streamed turn', () => {
   it('has the event order start, text_start, chunk…, text_end, context_usage, end', async () => {
@@ -135,23 +135,23 @@ describe('cancellation', () => {
   it('kill mid-stream ends the turn with cancelled; text streamed is kept; the next turn works', async () => {
     const c = await client();
     const k = await client();
-    const evs = await streamKilledAtFirstChunk(c, k, 'slow', 'one two three four five six seven eight nine ten', 'kill-me');
+    const evs = await streamKilledAtFirstChunk(c, k, 'slow', LONG, 'kill-me');
     const e = end(evs);
     expect(e.stop_reason).toBe('cancelled');
     expect(e.error).toBe('cancelled by kill');
-    const streamed = evs.filter((x) => x.type === 'chunk').length;
-    expect(streamed).toBeLessThan(10);
+    const streamed = chunkCount(evs);
+    expect(streamed).toBeLessThan(LONG_WORDS);
     expect(types(evs).slice(-2)).toEqual(['text_end', 'end']);
 
     const next = await c.send('slow', 'next', { sender: 'kill-me' });
     expect(next.content).toBe('next');
-    // history = 10-word user message + the streamed part + this message
-    expect(next.usage.prompt_tokens).toBe(10 + streamed + 1);
+    // history = the long user message + the streamed part + this message
+    expect(next.usage.prompt_tokens).toBe(LONG_WORDS + streamed + 1);
   });
 
   it('kill cancels queued turns too: each sends start then end', async () => {
     const c = await client();
-    const streams = [1, 2, 3].map((n) => collect(c.stream('slow', `w${n} x y z`, { sender: 'killq' })));
+    const streams = [LONG, 'w2 x y z', 'w3 x y z'].map((content) => collect(c.stream('slow', content, { sender: 'killq' })));
     await waitFor(async () => {
       const r = await c.request('list_active_conversations', { agent: 'slow', sender: 'killq' });
       const conv = (r.active_conversations as { conversations: { running: boolean; queued: number }[] }).conversations[0];
@@ -166,7 +166,7 @@ describe('cancellation', () => {
 
   it('a cancelled send answers 499', async () => {
     const c = await client();
-    const pending = c.send('slow', 'a b c d e f g h', { sender: 'send-kill' });
+    const pending = c.send('slow', LONG, { sender: 'send-kill' });
     await waitRunning(c, 'slow', 'send-kill');
     await c.kill('slow', 'send-kill');
     await expect(pending).rejects.toMatchObject({ code: 499 });
@@ -174,7 +174,7 @@ describe('cancellation', () => {
 
   it('a client that disconnects mid-stream cancels its turn', async () => {
     const raw = await RawConn.open(d.socketPath);
-    raw.send(1, { stream: { agent: 'slow', sender: 'vanish', content: 'one two three four five six seven eight nine ten' } });
+    raw.send(1, { stream: { agent: 'slow', sender: 'vanish', content: LONG } });
     await raw.until((fs) => fs.some((f) => f.body.stream?.chunk), 'a chunk');
     raw.close();
     const c = await client();
@@ -184,16 +184,16 @@ describe('cancellation', () => {
       return conv !== undefined && !conv.running && conv.message_count > 0;
     }, 'the turn to stop');
     const next = await c.send('slow', 'after', { sender: 'vanish' });
-    // the user message and a part of the reply were kept, not all ten words
-    expect(next.usage.prompt_tokens).toBeGreaterThan(11);
-    expect(next.usage.prompt_tokens).toBeLessThan(21);
+    // the user message and a part of the reply were kept, not all of it
+    expect(next.usage.prompt_tokens).toBeGreaterThan(LONG_WORDS + 1);
+    expect(next.usage.prompt_tokens).toBeLessThan(2 * LONG_WORDS + 1);
   });
 });
 
 describe('on_busy', () => {
-  /** Starts a slow turn and returns once it runs (wrapped: an async function would flatten a bare promise). */
+  /** Starts a long turn and returns once it runs (wrapped: an async function would flatten a bare promise). */
   async function busy(c: AgentdClient, sender: string): Promise<{ first: Promise<StreamEvent[]> }> {
-    const first = collect(c.stream('slow', 'a b c d e f g h i j', { sender }));
+    const first = collect(c.stream('slow', LONG, { sender }));
     await waitRunning(c, 'slow', sender);
     return { first };
   }
@@ -204,9 +204,12 @@ describe('on_busy', () => {
     const it = c.stream('slow', 'no', { sender: 'busy-reject', on_busy: 'reject' });
     await expect(collect(it)).rejects.toMatchObject({ code: 409 });
     await expect(c.send('slow', 'no', { sender: 'busy-reject', on_busy: 'reject' })).rejects.toBeInstanceOf(AgentdError);
-    expect(end(await first).stop_reason).toBe('text');
+    await c.kill('slow', 'busy-reject');
+    const firstEvents = await first;
+    expect(end(firstEvents).stop_reason).toBe('cancelled');
+    // the refused turns left no trace: the history is the first turn alone
     const next = await c.send('slow', 'x', { sender: 'busy-reject' });
-    expect(next.usage.prompt_tokens).toBe(10 + 10 + 1);
+    expect(next.usage.prompt_tokens).toBe(LONG_WORDS + chunkCount(firstEvents) + 1);
   });
 
   it('interrupt cancels the running turn and then runs', async () => {
@@ -221,9 +224,13 @@ describe('on_busy', () => {
 
   it('enqueue (the default) waits its turn', async () => {
     const c = await client();
-    const { first } = await busy(c, 'busy-enq');
-    const second = await collect(c.stream('slow', 'queued one', { sender: 'busy-enq', on_busy: 'enqueue' }));
-    expect(end(await first).stop_reason).toBe('text');
+    // Both sent at once: the second cannot overtake the first, whatever the timing (the
+    // wire order of starts and ends is checked by the FIFO test above), and sees its history.
+    const [first, second] = await Promise.all([
+      collect(c.stream('slow', 'a b c d e f g h i j', { sender: 'busy-enq' })),
+      collect(c.stream('slow', 'queued one', { sender: 'busy-enq', on_busy: 'enqueue' })),
+    ]);
+    expect(end(first).stop_reason).toBe('text');
     expect(end(second).usage.prompt_tokens).toBe(10 + 10 + 2);
   });
 });
@@ -262,7 +269,7 @@ describe('client lifecycle', () => {
     const c = await d.client();
     const turn = collect(c.stream('slow', 'a b c', { sender: 'drain' }));
     const drained = c.drain();
-    await expect(c.ping()).rejects.toMatchObject({ code: 'ERR_AGENTD_CONNECTION_CLOSED' });
+    await expect(c.ping()).rejects.toMatchObject({ name: 'ConnectionClosedError', code: CONNECTION_CLOSED });
     await drained;
     expect(end(await turn).stop_reason).toBe('text');
     expect(c.isClosed).toBe(true);

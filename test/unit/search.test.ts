@@ -46,14 +46,13 @@ describe('session search', () => {
   });
 
   it('a match in the title or the compaction summary lifts a conversation', () => {
-    const lifted = conversation('a', 'lifted', [user('papaya notes'), assistant('ok')]); // title: "papaya notes"
+    conversation('a', 'lifted', [user('papaya notes'), assistant('ok')]); // title: "papaya notes"
     conversation('a', 'plain', [user('hello'), assistant('ok'), user('papaya notes')]);
     expect(q('papaya')[0]!.sender).toBe('lifted');
     const viaSummary = conversation('a', 'summary', [user('hello'), assistant('ok'), user('papaya notes')]);
     store.setSummary(viaSummary, 'all about papaya papaya', 3);
     const order = q('papaya').map((h) => h.sender);
     expect(order.indexOf('summary')).toBeLessThan(order.indexOf('plain'));
-    expect(lifted).toBeGreaterThan(0);
   });
 
   it('never searches tool results or tool-call arguments, but does search tool names', () => {
@@ -118,7 +117,9 @@ describe('session search', () => {
     for (let i = 0; i < 30; i++) conversation(i % 2 ? 'odd' : 'even', `s${i}`, [user(`lychee ${i}`), assistant('ok')]);
     expect(q('lychee')).toHaveLength(5);
     expect(q('lychee', { limit: 20 })).toHaveLength(20);
-    expect(q('lychee', { agent: 'odd', limit: 20 }).every((h) => h.agent === 'odd')).toBe(true);
+    const odd = q('lychee', { agent: 'odd', limit: 20 });
+    expect(odd).toHaveLength(15);
+    expect(odd.every((h) => h.agent === 'odd')).toBe(true);
     expect(q('lychee', { sender: 's4' }).map((h) => h.sender)).toEqual(['s4']);
   });
 

@@ -1,0 +1,27 @@
+/** The daemon itself: liveness, authentication (a no-op once through) and statistics. */
+import { PONG } from '../../shared/codec.ts';
+import { VERSION } from '../../shared/version.ts';
+import { op, type DispatchContext, type OpTable } from './op-table.ts';
+
+async function stats(ctx: DispatchContext): Promise<unknown> {
+  const active = await ctx.pool.activeConversations(null, null);
+  return {
+    stats: {
+      version: VERSION,
+      uptime_secs: Math.floor((Date.now() - ctx.startedAt) / 1000),
+      active_conversations: active.length,
+      registered_agents: ctx.agents.size,
+      active_model: ctx.agents.activeModel(),
+      workers: ctx.pool.count,
+      subscriptions: ctx.bus.size,
+      connections: ctx.connections(),
+    },
+  };
+}
+
+export const adminOps: OpTable = {
+  ping: op(() => PONG, { duringShutdown: true }),
+  // On a transport without a token, or after authenticating, `auth` is a no-op.
+  auth: op(() => PONG, { duringShutdown: true }),
+  get_stats: op(stats, { duringShutdown: true }),
+};

@@ -1,0 +1,42 @@
+/** The one builder of the turn message main sends a shard, for client turns and bus-fired ones alike. */
+import type { OnBusy, ToolChoice } from '../shared/protocol.ts';
+import { BUS_CONN, type TurnRequest } from '../shared/threads.ts';
+
+/** What a turn must say; everything else takes the default of a plain stored turn. */
+export interface TurnFields {
+  conn: number;
+  req: number;
+  mode: TurnRequest['mode'];
+  agent: string;
+  sender: string;
+  content: string;
+  guest?: string | null;
+  ephemeral?: boolean;
+  correlationId?: number | null;
+  onBusy?: OnBusy;
+  toolChoice?: ToolChoice | null;
+  depth?: number;
+}
+
+export function turnRequest(f: TurnFields): TurnRequest {
+  return {
+    type: 'turn',
+    conn: f.conn,
+    req: f.req,
+    mode: f.mode,
+    agent: f.agent,
+    sender: f.sender,
+    content: f.content,
+    guest: f.guest ?? null,
+    ephemeral: f.ephemeral ?? false,
+    correlationId: f.correlationId ?? null,
+    onBusy: f.onBusy ?? 'enqueue',
+    toolChoice: f.toolChoice ?? null,
+    depth: f.depth ?? 0,
+  };
+}
+
+/** The turn a fired subscription runs: for the pair (target agent, `event:<source>`), answering no one. */
+export function busTurn(agent: string, source: string, payload: string, depth: number): TurnRequest {
+  return turnRequest({ conn: BUS_CONN, req: 0, mode: 'event', agent, sender: `event:${source}`, content: payload, depth });
+}

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { EventBus, MAX_FIRE_DEPTH, type SubscriptionInfo } from '../../src/main/event-bus.ts';
+import { createLogger } from '../../src/shared/log.ts';
+
+function bus(stored: SubscriptionInfo[] = [], refuse: string[] = []) {
+  const fired: [string, string, number][] = [];
+  const b = new EventBus(
+    {
+      storage: null,
+      log: createLogger('silent'),
+      fire: (sub, payload, depth) => {
+        if (refuse.includes(sub.target_agent)) return false;
+        fired.push([sub.target_agent, payload, depth]);
+        return true;
+      },
+    },
+    stored,
+  );
+  return { b, fired };
+}
+
+describe('EventBus', () => {
+  it('fires every subscription of the exact source, one level deeper', async () => {
+    const { b, fired } = bus();
+    await b.subscribe('deploy.done', 'a', false);
+    await b.subscribe('deploy.done', 'b', false);
+    await b.subscribe('deploy', 'c', false);
+    expect(await b.publish('deploy.done', 'v42', 0)).toBe(2);
+    expect(fired).toEqual([['a', 'v42', 1], ['b', 'v42', 1]]);
+    expect(await b.publish('nothing', 'x', 0)).toBe(0);
+  });
+
+  it('a once subscription fires once and is gone', async () => {
+    const { b, fired } = bus();
+    const once = await b.subscribe('s', 'a', true);
+    expect(await b.publish('s', 'p', 0)).toBe(1);
+    expect(await b.publish('s', 'p', 0)).toBe(0);
+    expect(fired).toHaveLength(1);
+    expect(b.list().map((s) => s.id)).not.toContain(once.id);
+  });
+
+  it('does not count a subscription whose agent is gone', async () => {
+    const { b } = bus([], ['gone']);
+    await b.subscribe('s', 'gone', false);
+    await b.subscribe('s', 'here', false);
+    expect(await b.publish('s', 'p', 0)).toBe(1);
+  });
+
+  it('cuts a chain deeper than the limit', async () => {
+    const { b, fired } = bus();
+    await b.subscribe('s', 'a', false);
+    expect(await b.publish('s', 'p', MAX_FIRE_DEPTH - 1)).toBe(1);
+    expect(await b.publish('s', 'p', MAX_FIRE_DEPTH)).toBe(0);
+    expect(fired).toEqual([['a', 'p', MAX_FIRE_DEPTH]]);
+  });
+
+  it('starts from stored subscriptions, numbers new ones after them, and forgets a removed agent', async () => {
+    const { b } = bus([{ id: 7, source: 's', target_agent: 'a', once: false }]);
+    expect((await b.subscribe('t', 'b', false)).id).toBe(8);
+    expect(b.size).toBe(2);
+    await b.removeAgent('a');
+    expect(b.list()).toEqual([{ id: 8, source: 't', target_agent: 'b', once: false }]);
+    expect(await b.unsubscribe(8)).toBe(true);
+    expect(await b.unsubscribe(8)).toBe(false);
+    expect(b.size).toBe(0);
+  });
+});

@@ -3,13 +3,15 @@
  * describes (a `#### \`name\`` heading under §4) must be one the daemon
  * knows. Each is sent with an argument that is not a map: a known operation
  * answers one 400 about its argument and does nothing else (no turn, no
- * subscription), an unknown one answers `unknown operation`.
+ * subscription), an unknown one answers `unknown operation`. The reverse
+ * holds too: every operation dispatch registers is documented.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { cleanup, startDaemon, type Daemon } from '../helpers/daemon.ts';
 import { RawConn } from '../helpers/raw.ts';
+import { operationNames } from '../../src/main/dispatch.ts';
 
 const DOC = resolve(import.meta.dirname, '../../docs/PROTOCOL.md');
 
@@ -49,6 +51,10 @@ describe('docs/PROTOCOL.md', () => {
   it('documents the operations under §4, each once', () => {
     expect(documented.length).toBeGreaterThanOrEqual(27);
     expect(new Set(documented).size).toBe(documented.length);
+  });
+
+  it('documents every operation dispatch serves, and nothing else', () => {
+    expect([...documented].sort()).toEqual([...operationNames()].sort());
   });
 
   it('a name the daemon does not know is told apart (control)', async () => {

@@ -55,7 +55,7 @@ describe('Redactor', () => {
   });
 
   it('collects every provider key and header value and the agent MCP env and headers', () => {
-    const providers = [
+    const providers: { name: string; headers: Record<string, string> }[] = [
       { name: 'a', headers: { 'x-api-key': 'header-secret-1' } },
       { name: 'b', headers: {} },
     ];

@@ -17,21 +17,31 @@ const REDACT = [
   'headers', '*.headers', '*.*.headers',
 ];
 
-/** How deep logged objects are scrubbed: log calls pass flat bindings, an error, or a config. */
-const SCRUB_DEPTH = 4;
+/** How deep logged objects are scrubbed: deep enough for `{ config }` down to an MCP server's `env`. */
+const SCRUB_DEPTH = 8;
 
-/** A copy of a logged value with secret-looking text removed from its strings. */
+/** Keys whose values are secrets at any depth (compared lower-cased), beyond the fixed paths above. */
+const SECRET_KEYS = new Set(['token', 'api_key', 'apikey', 'env', 'headers', 'authorization']);
+
+/** A copy of a logged value: secret keys censored, secret-looking text removed from its strings. */
 function scrub(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return GENERIC_REDACTOR.all(value);
   if (depth === 0 || typeof value !== 'object' || value === null) return value;
-  if (value instanceof Error) {
-    // Kept as an error shape pino prints; its message and stack may quote a provider's reply.
-    return { type: value.name, message: GENERIC_REDACTOR.all(value.message), stack: GENERIC_REDACTOR.all(value.stack ?? '') };
-  }
+  if (value instanceof Error) return scrubError(value);
   if (Array.isArray(value)) return value.map((v) => scrub(v, depth - 1));
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = scrub(v, depth - 1);
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEYS.has(k.toLowerCase()) ? '[redacted]' : scrub(v, depth - 1);
   return out;
+}
+
+/** The same kind of error (pino prints its class), its message and stack redacted: they may quote a provider's reply. */
+function scrubError(err: Error): Error {
+  const copy = Object.create(Object.getPrototypeOf(err) as object) as Error;
+  for (const [k, v] of Object.entries(err)) (copy as unknown as Record<string, unknown>)[k] = typeof v === 'string' ? GENERIC_REDACTOR.all(v) : v;
+  Object.defineProperty(copy, 'message', { value: GENERIC_REDACTOR.all(err.message), enumerable: false });
+  Object.defineProperty(copy, 'stack', { value: GENERIC_REDACTOR.all(err.stack ?? ''), enumerable: false });
+  if (err.cause instanceof Error) Object.defineProperty(copy, 'cause', { value: scrubError(err.cause), enumerable: false });
+  return copy;
 }
 
 export function createLogger(level: string, bindings: Record<string, unknown> = {}): Logger {

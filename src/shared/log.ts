@@ -24,7 +24,7 @@ const SCRUB_DEPTH = 8;
 const SECRET_KEYS = new Set(['token', 'api_key', 'apikey', 'env', 'headers', 'authorization']);
 
 /** A copy of a logged value: secret keys censored, secret-looking text removed from its strings. */
-function scrub(value: unknown, depth: number): unknown {
+export function scrub(value: unknown, depth = SCRUB_DEPTH): unknown {
   if (typeof value === 'string') return GENERIC_REDACTOR.all(value);
   if (depth === 0 || typeof value !== 'object' || value === null) return value;
   if (value instanceof Error) return scrubError(value);

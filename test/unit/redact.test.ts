@@ -94,3 +94,20 @@ describe('StreamRedactor', () => {
     expect(short.flush()).toBe('sk-');
   });
 });
+
+describe('log scrubbing', () => {
+  it('censors secret keys at any depth and redacts Bearer text in strings and errors, keeping the error class', async () => {
+    const { scrub } = await import('../../src/shared/log.ts');
+    class ProviderError extends Error {}
+    const out = scrub({
+      msg: 'failed: Bearer abc123xyz',
+      config: { agents: { a: { mcps: { gh: { env: { T: MCP }, headers: { h: MCP } } } } } },
+      err: new ProviderError('401 "Authorization: Bearer abc123xyz"'),
+    }) as { msg: string; config: unknown; err: Error };
+    expect(out.msg).toBe(`failed: Bearer ${REDACTED}`);
+    expect(JSON.stringify(out.config)).not.toContain(MCP);
+    expect(out.err).toBeInstanceOf(ProviderError);
+    expect(out.err.message).toBe(`401 "Authorization: ${REDACTED}"`);
+    expect(out.err.stack).not.toContain('abc123xyz');
+  });
+});

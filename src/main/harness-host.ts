@@ -6,22 +6,28 @@
  * reply is narrowed before it is returned:
  *
  *   peers.list()          list_agents      every agent_info.config cleared
- *   sessions.search(q, o) search_sessions  `agent` forced to the calling agent
+ *   sessions.search(q, o) search_sessions  `agent` forced to the calling agent, and
+ *                                          `sender` to the calling turn's sender unless
+ *                                          the agent has `session_search: "agent"`
  *   skills.list()         list_skills      filtered to the agent's `skills`, if any
  *   skills.get(name)      get_skill        refused (404) outside that list
  *
  * Nothing destructive, nothing that spends tokens, nothing that answers on
- * someone else's behalf has a capability.
+ * someone else's behalf has a capability. The caller (agent and sender) is
+ * the running turn's pair, set by the shard: a tool's arguments cannot name
+ * another counterparty, so one sender's turn never sees another's memory.
+ * Guests run without tools; a turn fired by the bus has the sender
+ * `event:<source>` and so sees only that source's earlier fired turns.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { nodeEndpoint } from '../shared/comlink-node.ts';
 import { AgentdError, Code, isCode } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
-import type { Capability } from '../shared/config.ts';
+import type { AgentConfig, Capability } from '../shared/config.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { Dispatch, Requester } from './dispatch.ts';
-import type { HarnessHostApi } from '../shared/threads.ts';
+import type { CapabilityCaller, HarnessHostApi } from '../shared/threads.ts';
 
 
 /** Requester ids of the host: above any connection id, so shard frames never route here. */
@@ -55,7 +61,7 @@ export class HarnessHost {
   /** A port for a shard; the other end is served by this host until the shard's thread ends. */
   portForShard(): MessagePort {
     const { port1, port2 } = new MessageChannel();
-    const api: HarnessHostApi = { call: (agent, capability, args) => this.call(agent, capability, args) };
+    const api: HarnessHostApi = { call: (who, capability, args) => this.call(who, capability, args) };
     Comlink.expose(api, nodeEndpoint(port1));
     port1.unref(); // the host must not keep the daemon alive
     return port2;
@@ -76,9 +82,9 @@ export class HarnessHost {
     });
   }
 
-  async call(agent: string, capability: Capability, args: unknown[]): Promise<unknown> {
+  async call(who: CapabilityCaller, capability: Capability, args: unknown[]): Promise<unknown> {
     try {
-      return await this.#call(agent, capability, args);
+      return await this.#call(who, capability, args);
     } catch (err) {
       // comlink drops error classes: keep the code in the message.
       if (err instanceof AgentdError) throw new Error(`${err.code}: ${err.message}`);
@@ -86,7 +92,8 @@ export class HarnessHost {
     }
   }
 
-  async #call(agent: string, capability: Capability, args: unknown[]): Promise<unknown> {
+  async #call(who: CapabilityCaller, capability: Capability, args: unknown[]): Promise<unknown> {
+    const { agent } = who;
     const config = this.#agents.get(agent);
     if (config === undefined) throw new AgentdError(Code.NotFound, `unknown agent "${agent}"`);
     const allowed = config.skills;
@@ -98,7 +105,8 @@ export class HarnessHost {
       case 'sessions.search': {
         const [query, opts] = args;
         const o = isPlainMap(opts) ? opts : {};
-        const { session_hits } = (await this.#run('search_sessions', { ...o, query: typeof query === 'string' ? query : '', agent })) as { session_hits: { hits: unknown[] } };
+        const scope = { agent, sender: searchSender(config, who, o) };
+        const { session_hits } = (await this.#run('search_sessions', { ...o, query: typeof query === 'string' ? query : '', ...scope })) as { session_hits: { hits: unknown[] } };
         return session_hits.hits;
       }
       case 'skills.list': {
@@ -115,4 +123,16 @@ export class HarnessHost {
         throw new AgentdError(Code.BadRequest, `unknown capability "${String(capability)}"`);
     }
   }
+}
+
+/**
+ * The sender a capability search is held to: the calling turn's, unless the
+ * agent shares memory across counterparties (`session_search: "agent"`), where
+ * the harness may still narrow to one sender itself. Never empty: an empty
+ * sender would mean "every sender" to search_sessions.
+ */
+function searchSender(config: AgentConfig, who: CapabilityCaller, opts: Record<string, unknown>): string | null {
+  if (config.session_search === 'agent') return typeof opts.sender === 'string' && opts.sender !== '' ? opts.sender : null;
+  if (typeof who.sender !== 'string' || who.sender === '') throw new AgentdError(Code.BadRequest, 'sessions.search needs the calling turn\'s sender');
+  return who.sender;
 }

@@ -47,7 +47,16 @@ export interface AgentConfig {
   harnesses: HarnessConfig[];
   mcps: Record<string, McpConfig>;
   echo: EchoOptions;
+  /**
+   * Whose conversations the agent's `search_sessions` tool and `sessions.search`
+   * capability see: `sender` (default) only the calling conversation's sender's;
+   * `agent` all of the agent's senders (memory shared across counterparties).
+   */
+  session_search: SessionSearchScope;
 }
+
+export const SESSION_SEARCH_SCOPES = ['sender', 'agent'] as const;
+export type SessionSearchScope = (typeof SESSION_SEARCH_SCOPES)[number];
 
 export interface ProviderConfig {
   type: 'openai';
@@ -161,7 +170,7 @@ const FILE_KEYS = [
   'workers', 'tcp', 'token', 'max_body_bytes', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
 ];
-const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'mcps', 'echo'];
+const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'mcps', 'echo', 'session_search'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
 const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers'];
 const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers'];
@@ -268,7 +277,16 @@ export function validateAgentConfig(raw: unknown, source: string, path: string, 
     harnesses,
     mcps,
     echo,
+    session_search: sessionSearchScope(raw.session_search, source, `${path}.session_search`),
   };
+}
+
+function sessionSearchScope(v: unknown, source: string, field: string): SessionSearchScope {
+  if (v === undefined) return 'sender';
+  if (!(SESSION_SEARCH_SCOPES as readonly unknown[]).includes(v)) {
+    throw new ConfigError(source, field, `must be "sender" or "agent", got ${JSON.stringify(v)}`);
+  }
+  return v as SessionSearchScope;
 }
 
 export function validateProviders(raw: unknown, source: string): Record<string, ProviderConfig> {

@@ -159,7 +159,13 @@ export interface TurnFinished {
 
 /** What a shard sees of main's harness host, through comlink (PROTOCOL §5). */
 export interface HarnessHostApi {
-  call(agent: string, capability: Capability, args: unknown[]): Promise<unknown>;
+  /** `who` is the running turn's pair, set by the shard (never by a tool's arguments). */
+  call(who: CapabilityCaller, capability: Capability, args: unknown[]): Promise<unknown>;
+}
+
+export interface CapabilityCaller {
+  agent: string;
+  sender: string;
 }
 
 /** Connection id of turns fired by the event bus: they have no connection, and their frames go nowhere. */

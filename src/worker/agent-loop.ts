@@ -6,7 +6,8 @@
 import { StopReason, zeroUsage, type ToolCall, type ToolChoice, type Usage } from '../shared/protocol.ts';
 import type { AgentConfig } from '../shared/config.ts';
 import type { Message, Model } from './models/types.ts';
-import { runTools, type ToolSet } from './tools.ts';
+import { runTools, type ToolResult, type ToolSet } from './tools.ts';
+import { GENERIC_REDACTOR } from '../shared/redact.ts';
 import type { Cancellation } from './cancellation.ts';
 
 export type Emit = (event: string, body: Record<string, unknown>) => void;
@@ -50,6 +51,8 @@ function addUsage(total: Usage, step: Usage): void {
 
 export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   const { agent, cancel, emit } = input;
+  // The model already yields redacted text; tool output and errors are redacted here.
+  const redactor = input.model.redactor ?? GENERIC_REDACTOR;
   const produced: Message[] = [];
   const usage = zeroUsage();
   let finalText = '';
@@ -122,9 +125,9 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       }
 
       emit('tool_start', { calls });
-      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, (r) =>
-        emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error }),
-      );
+      const onResult = (r: ToolResult): void =>
+        emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error });
+      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, onResult, redactor);
       emit('tools_complete', {});
       // A tool call enters the history only together with its result.
       produced.push(assistant(stepText, calls));
@@ -138,6 +141,6 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
     closeSegment();
     if (stepText !== '') produced.push(assistant(stepText));
     if (cancel.aborted) return result(StopReason.Cancelled, cancel.reason);
-    return result(StopReason.Error, err instanceof Error ? err.message : String(err));
+    return result(StopReason.Error, redactor.all(err instanceof Error ? err.message : String(err)));
   }
 }

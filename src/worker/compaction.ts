@@ -6,22 +6,29 @@
 import type { AgentConfig } from '../shared/config.ts';
 import type { Cancellation } from './cancellation.ts';
 import type { Message, Model } from './models/types.ts';
+import { GENERIC_REDACTOR } from '../shared/redact.ts';
 
 export const DEFAULT_COMPACT_PROMPT =
   'Summarize the conversation so far in a few sentences. Keep names, facts, decisions and open questions; drop pleasantries.';
 
 export async function summarize(model: Model, agent: AgentConfig, history: readonly Message[], prompt: string | null, cancel: Cancellation): Promise<string> {
   let text = '';
-  for await (const ev of model.stream({
+  const stream = model.stream({
     messages: [...history, { role: 'user', content: prompt || DEFAULT_COMPACT_PROMPT }],
     tools: [],
     toolChoice: null,
     agent,
     cancel,
     purpose: 'compact',
-  })) {
-    cancel.throwIfAborted();
-    if (ev.type === 'text') text += ev.delta;
+  });
+  try {
+    for await (const ev of stream) {
+      cancel.throwIfAborted();
+      if (ev.type === 'text') text += ev.delta;
+    }
+  } catch (err) {
+    // The error becomes the `compact` reply: no secret the provider echoed may reach it.
+    throw (model.redactor ?? GENERIC_REDACTOR).error(err);
   }
   if (text.trim() === '') throw new Error('the model returned an empty summary');
   return text;

@@ -33,9 +33,9 @@ export class Harness {
     this.#home = home;
   }
 
-  /** The capability functions for `agent`, only those in `granted`. */
-  capabilities(agent: string, granted: readonly Capability[]): Capabilities {
-    const call = (cap: Capability, ...args: unknown[]): Promise<unknown> => this.#host.call(agent, cap, args);
+  /** The capability functions for the running turn's pair (`ctx.agent`, `ctx.sender`), only those in `granted`. */
+  capabilities(who: { agent: string; sender: string }, granted: readonly Capability[]): Capabilities {
+    const call = (cap: Capability, ...args: unknown[]): Promise<unknown> => this.#host.call({ agent: who.agent, sender: who.sender }, cap, args);
     const caps: Capabilities = {};
     if (granted.includes('peers.list')) caps.peers = { list: () => call('peers.list') };
     if (granted.includes('sessions.search')) caps.sessions = { search: (query, opts = {}) => call('sessions.search', query, opts) };
@@ -60,11 +60,10 @@ export class Harness {
 
   async #build(agent: string, config: AgentConfig): Promise<ToolSet> {
     const all = new Map<string, Tool>();
-    for (const tool of this.#builtins(agent)) all.set(tool.name, tool);
+    for (const tool of this.#builtins()) all.set(tool.name, tool);
     for (const h of config.harnesses) {
-      const caps = this.capabilities(agent, h.capabilities);
       for (const tool of await this.#load(h)) {
-        all.set(tool.name, { ...tool, run: (args, ctx) => tool.run(args, { ...ctx, capabilities: caps }) });
+        all.set(tool.name, { ...tool, run: (args, ctx) => tool.run(args, { ...ctx, capabilities: this.capabilities(ctx, h.capabilities) }) });
       }
     }
     if (config.tools === null) return all;
@@ -76,14 +75,14 @@ export class Harness {
     return only;
   }
 
-  #builtins(agent: string): Tool[] {
-    const caps = this.capabilities(agent, ['peers.list', 'sessions.search', 'skills.list', 'skills.get']);
+  #builtins(): Tool[] {
+    const caps = (ctx: ToolContext): Capabilities => this.capabilities(ctx, ['peers.list', 'sessions.search', 'skills.list', 'skills.get']);
     return [
       {
         name: 'peers',
         description: 'List the agents of this daemon you can work with: name, description, model.',
         parameters: NO_PARAMETERS,
-        run: async () => JSON.stringify(await caps.peers!.list()),
+        run: async (_args, ctx) => JSON.stringify(await caps(ctx).peers!.list()),
       },
       {
         name: 'search_sessions',
@@ -93,21 +92,21 @@ export class Harness {
           properties: { query: { type: 'string', description: 'words to look for' }, limit: { type: 'integer', minimum: 1, maximum: 20 } },
           required: ['query'],
         },
-        run: async (args) => {
+        run: async (args, ctx) => {
           const { query, limit } = (args ?? {}) as { query?: unknown; limit?: unknown };
           if (typeof query !== 'string') throw new Error('query must be a string');
-          return JSON.stringify(await caps.sessions!.search(query, typeof limit === 'number' ? { limit } : {}));
+          return JSON.stringify(await caps(ctx).sessions!.search(query, typeof limit === 'number' ? { limit } : {}));
         },
       },
       {
         name: 'skill',
         description: "Without a name, list the skills you may use; with a name, read that skill's instructions.",
         parameters: { type: 'object', properties: { name: { type: 'string' } } },
-        run: async (args) => {
+        run: async (args, ctx) => {
           const { name } = (args ?? {}) as { name?: unknown };
-          if (name === undefined || name === '') return JSON.stringify(await caps.skills!.list!());
+          if (name === undefined || name === '') return JSON.stringify(await caps(ctx).skills!.list!());
           if (typeof name !== 'string') throw new Error('name must be a string');
-          return ((await caps.skills!.get!(name)) as { body: string }).body;
+          return ((await caps(ctx).skills!.get!(name)) as { body: string }).body;
         },
       },
     ];

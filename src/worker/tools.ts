@@ -2,8 +2,11 @@
  * Tools an agent can call, and running one step's calls. Calls of one step
  * run concurrently; results are reported in completion order and returned in
  * call order. A throwing tool is an `is_error` result, not a failed turn.
+ * Every output (and error text) is redacted before anyone sees it: it goes
+ * to clients, observers, the history and the database.
  */
 import type { ToolCall } from '../shared/protocol.ts';
+import { GENERIC_REDACTOR, type Redactor } from '../shared/redact.ts';
 import type { ToolSpec } from './models/types.ts';
 import type { Cancellation } from './cancellation.ts';
 
@@ -39,12 +42,12 @@ export interface ToolResult {
   is_error: boolean;
 }
 
-async function runOne(tools: ToolSet, call: ToolCall, ctx: ToolContext): Promise<ToolResult> {
+async function runOne(tools: ToolSet, call: ToolCall, ctx: ToolContext, redactor: Redactor): Promise<ToolResult> {
   const began = performance.now();
   const done = (output: string, isError: boolean): ToolResult => ({
     call_id: call.id,
     name: call.name,
-    output,
+    output: redactor.all(output),
     duration_ms: Math.round(performance.now() - began),
     is_error: isError,
   });
@@ -74,11 +77,12 @@ export async function runTools(
   who: { agent: string; sender: string },
   cancel: Cancellation,
   onResult: (result: ToolResult) => void,
+  redactor: Redactor = GENERIC_REDACTOR,
 ): Promise<ToolResult[]> {
   const ctx: ToolContext = { ...who, capabilities: {}, get signal() { return cancel.signal; } };
   const results = await Promise.all(
     calls.map((call) =>
-      runOne(tools, call, ctx).then((r) => {
+      runOne(tools, call, ctx, redactor).then((r) => {
         if (!cancel.aborted) onResult(r);
         return r;
       }),

@@ -158,7 +158,7 @@ describe('harness capabilities', () => {
   it('sessions.search is forced to the calling agent, whatever agent the harness names', async () => {
     const c = await client();
     await c.send('other', 'the needle is here', { sender: 'x' });
-    await c.send('prober', 'a needle of my own', { sender: 'y' });
+    await c.send('prober', 'a needle of my own', { sender: 'z' }); // same sender: search is scoped to it (memory-scope.test.ts)
     const evs = await collect(c.stream('prober', '/call probe_search {"query": "needle"}', { sender: 'z' }));
     const hits = JSON.parse(toolResult(evs).output) as { agent: string }[];
     expect(hits.length).toBeGreaterThan(0);

@@ -10,6 +10,11 @@
  *   down        500 on every attempt
  *   hold        one delta, then holds the response open until the client aborts
  *   parallel    first call: tools `slow` then `fast` in one step; after results: text
+ *   unauthorized  401 whose body quotes the request's Authorization header and key
+ *   leak        streams the request's key and its `x-org-secret` header back, 3 chars a delta,
+ *               in thinking and in text
+ *
+ * With `{ modelsUnauthorized: true }`, GET /models answers like `unauthorized` too.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
@@ -31,7 +36,20 @@ const sse = (res: ServerResponse, data: unknown): void => void res.write(`data: 
 const delta = (d: Record<string, unknown>) => ({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: d, finish_reason: null }] });
 const usage = (p: number, c: number) => ({ id: 'c', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: { cached_tokens: 2 } } });
 
-export async function startFakeOpenAI(models = ['text', 'reasoning', 'tools', 'error-mid', 'flaky', 'down', 'hold']): Promise<FakeOpenAI> {
+/** A 401 body the way a careless gateway writes it: quoting what it was sent. */
+function unauthorized(res: ServerResponse, headers: IncomingMessage['headers']): void {
+  const auth = String(headers.authorization ?? '');
+  res.writeHead(401, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ error: { message: `invalid credentials: "authorization: ${auth}"; key ${auth.replace(/^Bearer /, '')} is revoked` } }));
+}
+
+/** `text` in deltas of 3 characters, so any secret in it spans several. */
+const pieces = (text: string): string[] => text.match(/[\s\S]{1,3}/g) ?? [];
+
+export async function startFakeOpenAI(
+  models = ['text', 'reasoning', 'tools', 'error-mid', 'flaky', 'down', 'hold'],
+  opts: { modelsUnauthorized?: boolean } = {},
+): Promise<FakeOpenAI> {
   const state: FakeOpenAI = { url: '', requests: [], aborted: 0, close: async () => {} };
   const attempts = new Map<string, number>();
   const server: Server = createServer((req, res) => {
@@ -41,6 +59,7 @@ export async function startFakeOpenAI(models = ['text', 'reasoning', 'tools', 'e
       const body = raw ? (JSON.parse(raw) as Record<string, any>) : {};
       state.requests.push({ path: req.url ?? '', headers: req.headers, body });
       if (req.method === 'GET' && req.url === '/v1/models') {
+        if (opts.modelsUnauthorized === true) return unauthorized(res, req.headers);
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model' })) }));
         return;
@@ -50,6 +69,7 @@ export async function startFakeOpenAI(models = ['text', 'reasoning', 'tools', 'e
         return;
       }
       const model = String(body.model);
+      if (model === 'unauthorized') return unauthorized(res, req.headers);
       const n = (attempts.get(model) ?? 0) + 1;
       attempts.set(model, n);
       if (model === 'down' || (model === 'flaky' && n === 1)) {
@@ -96,6 +116,12 @@ export async function startFakeOpenAI(models = ['text', 'reasoning', 'tools', 'e
           sse(res, delta({ content: 'partial' }));
           sse(res, { error: { message: 'upstream exploded' } });
           break;
+        case 'leak': {
+          const key = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
+          for (const t of pieces(`org ${String(req.headers['x-org-secret'])} ok`)) sse(res, delta({ reasoning_content: t }));
+          for (const t of pieces(`your key is ${key}, twice: ${key}.`)) sse(res, delta({ content: t }));
+          break;
+        }
         case 'hold':
           sse(res, delta({ content: 'waiting' }));
           res.on('close', () => state.aborted++);

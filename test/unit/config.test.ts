@@ -25,6 +25,7 @@ describe('config validation', () => {
     ['an unknown capability', { agents: { a: { harnesses: [{ module: 'm.js', capabilities: ['sessions.delete'] }] } } }, /harnesses\[0\]\.capabilities has unknown capability "sessions\.delete"/],
     ['skills not a list', { agents: { a: { skills: 'all' } } }, /agents\.a\.skills must be a list of strings/],
     ['mcp env not strings', { agents: { a: { mcps: { gh: { env: { TOKEN: 1 } } } } } }, /agents\.a\.mcps\.gh\.env must be a map of strings/],
+    ['an unknown session_search scope', { agents: { a: { session_search: 'all' } } }, /agents\.a\.session_search must be "sender" or "agent"/],
   ];
   for (const [name, raw, message] of bad) {
     it(`refuses ${name}`, () => {
@@ -41,8 +42,9 @@ describe('config validation', () => {
     expect(s.tcp).toBeNull();
     expect(s.agents!.slow).toEqual({
       model: 'echo', provider: null, description: 'd', system_prompt: '', max_iterations: 4, thinking: false,
-      skills: [], tools: null, harnesses: [], mcps: {}, echo: { delay_ms: 5, cpu_us: 10 },
+      skills: [], tools: null, harnesses: [], mcps: {}, echo: { delay_ms: 5, cpu_us: 10 }, session_search: 'sender',
     });
+    expect(validateFileSettings({ agents: { a: { session_search: 'agent' } } }, 'f').agents!.a!.session_search).toBe('agent');
   });
 
   it('agent names follow the rule', () => {

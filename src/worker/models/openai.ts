@@ -10,12 +10,13 @@
  * parser is a well-kept, dependency-free SSE tokenizer.
  *
  * The API key is read from the environment at request time and goes only
- * into the Authorization header: never into a log, an error or a reply.
+ * into the Authorization header: never into a log, an error or a reply. An
+ * endpoint that quotes the request back in an error has it redacted here.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
 import type { ProviderConfig } from '../../shared/config.ts';
-import { apiUrl, authHeaders, errorMessage, ProviderError } from '../../shared/provider-http.ts';
+import { apiUrl, authHeaders, errorMessage, ProviderError, redactProviderText } from '../../shared/provider-http.ts';
 import type { ToolCall, ToolChoice, Usage } from '../../shared/protocol.ts';
 import type { Message, Model, ModelEvent, ModelRequest, ToolSpec } from './types.ts';
 
@@ -133,11 +134,11 @@ export class OpenAIModel implements Model {
         try {
           chunk = JSON.parse(data) as WireChunk;
         } catch {
-          throw new ProviderError(`${this.name}: the endpoint sent a stream event that is not JSON`);
+          throw this.#fail('the endpoint sent a stream event that is not JSON');
         }
         if (chunk.error !== undefined) {
           const msg = typeof chunk.error === 'string' ? chunk.error : (chunk.error.message ?? 'unknown error');
-          throw new ProviderError(`${this.name}: ${msg}`);
+          throw this.#fail(msg);
         }
         if (chunk.usage) usage = usageOf(chunk.usage);
         const delta = chunk.choices?.[0]?.delta;
@@ -173,7 +174,7 @@ export class OpenAIModel implements Model {
         res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(this.#cfg) }, body, signal });
       } catch (err) {
         if (signal.aborted) throw err;
-        throw new ProviderError(`${this.name}: cannot reach ${this.#cfg.base_url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
+        throw this.#fail(`cannot reach ${this.#cfg.base_url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
       }
       if (res.ok && res.body !== null) return res;
       const text = await res.text();
@@ -182,7 +183,12 @@ export class OpenAIModel implements Model {
         await sleep(backoffMs(attempt, res.headers.get('retry-after')), undefined, { signal });
         continue;
       }
-      throw new ProviderError(`${this.name}: ${res.status} ${errorMessage(text) || res.statusText}`, res.status);
+      throw this.#fail(`${res.status} ${errorMessage(text) || res.statusText}`, res.status);
     }
+  }
+
+  /** An error naming this provider, with what it was sent (key, header values, Authorization) redacted. */
+  #fail(message: string, status: number | null = null): ProviderError {
+    return new ProviderError(`${this.name}: ${redactProviderText(this.#cfg, message)}`, status);
   }
 }

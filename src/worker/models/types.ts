@@ -5,6 +5,7 @@
 import type { AgentConfig } from '../../shared/config.ts';
 import type { ToolCall, ToolChoice, Usage } from '../../shared/protocol.ts';
 import type { Cancellation } from '../cancellation.ts';
+import type { Redactor } from '../../shared/redact.ts';
 
 export interface Message {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -43,5 +44,7 @@ export interface ModelRequest {
 
 export interface Model {
   readonly name: string;
+  /** The agent's secrets, already removed from what this model yields; absent when there are none. */
+  readonly redactor?: Redactor;
   stream(request: ModelRequest): AsyncIterable<ModelEvent>;
 }

@@ -140,7 +140,7 @@ export class Daemon implements ConnectionHost {
       observers,
       agents,
       skills: new SkillCatalogue(config.home, this.log),
-      agentService: new AgentService({ agents, pool, storage: this.#storage, bus, providers: config.providers, log: this.log }),
+      agentService: new AgentService({ agents, pool, storage: this.#storage, bus, providers: config.providers, log: this.log, home: config.home }),
       defaultSender: config.defaultSender,
       startedAt: Date.now(),
       connections: () => this.#connections.size,

@@ -27,6 +27,8 @@ export type FromHarness =
   /** The answer to `describe` (value: ToolSpec[]) or `call` (value: the output text). */
   | { t: 'reply'; id: number; ok: true; value: unknown }
   | { t: 'reply'; id: number; ok: false; message: string }
+  /** Call `id` has its module loaded and its tool is running now: its time limit starts. */
+  | { t: 'started'; id: number }
   /** A tool of call `call` uses a capability; the shard decides whether it may. */
   | { t: 'cap'; id: number; call: number; capability: string; args: unknown[] };
 

@@ -6,6 +6,10 @@
  * thread is terminated, every call still in it fails with a clear error, and
  * the next request starts a fresh thread. A tool that loops synchronously
  * therefore never freezes the shard, which only ever waits on a message.
+ *
+ * Two clocks: starting the thread and importing a module may take up to
+ * LOAD_TIMEOUT_MS; a tool's own limit (tool_timeout_ms) starts when the
+ * thread says it is running the tool.
  */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +18,9 @@ import { toolSpecsFrom, type FromHarness, type HarnessThreadInit, type ToHarness
 import type { Capability } from '../shared/config.ts';
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
+/** The most a thread start plus a module's import (and its top-level code) may take. */
+export const LOAD_TIMEOUT_MS = 30_000;
+
 const SCRIPT = fileURLToPath(new URL(FROM_SOURCE ? './harness-thread-bootstrap.mjs' : './harness-thread.js', import.meta.url));
 
 /** One tool call: who it runs for is fixed here, by the shard, never by the thread. */
@@ -32,7 +39,10 @@ export type CapabilityHandler = (call: HarnessCall, capability: string, args: un
 interface InFlight {
   /** For messages: `tool "x" of harness module "m"`. */
   what: string;
+  /** The tool's own limit, once it runs (`started`); unused by `describe`. */
   timeoutMs: number;
+  /** false while the thread starts or imports the module (LOAD_TIMEOUT_MS applies). */
+  running: boolean;
   /** null for a `describe`. */
   call: HarnessCall | null;
   /** null once the caller stopped waiting (its turn was cancelled); the time limit still guards the thread. */
@@ -56,9 +66,9 @@ export class HarnessThread {
     this.#onCapability = onCapability;
   }
 
-  /** Loads `module` in the thread and lists its tools. */
-  async describe(module: string, timeoutMs: number): Promise<ToolSpec[]> {
-    const value = await this.#request({ t: 'describe', module }, `loading harness module "${module}"`, timeoutMs, null).promise;
+  /** Loads `module` in the thread and lists its tools (under the load limit only). */
+  async describe(module: string): Promise<ToolSpec[]> {
+    const value = await this.#request({ t: 'describe', module }, `loading harness module "${module}"`, 0, null).promise;
     return toolSpecsFrom(value, module);
   }
 
@@ -77,17 +87,17 @@ export class HarnessThread {
   }
 
   #request(req: Request, what: string, timeoutMs: number, call: HarnessCall | null): { id: number; promise: Promise<unknown> } {
-    const worker = this.#started();
+    const worker = this.#thread();
     const id = this.#nextId++;
     const promise = new Promise<unknown>((resolve, reject) => {
-      const timer = setTimeout(() => this.#timedOut(id), timeoutMs);
-      this.#inFlight.set(id, { what, timeoutMs, call, settle: { resolve, reject }, timer });
+      const timer = setTimeout(() => this.#timedOut(id), LOAD_TIMEOUT_MS);
+      this.#inFlight.set(id, { what, timeoutMs, running: false, call, settle: { resolve, reject }, timer });
     });
     this.#post(worker, { ...req, id } as ToHarness);
     return { id, promise };
   }
 
-  #started(): Worker {
+  #thread(): Worker {
     if (this.#worker !== null) return this.#worker;
     const worker = new Worker(SCRIPT, { workerData: this.#init, env: this.#env });
     worker.unref(); // running calls keep their turns alive (their timers), not an idle thread
@@ -127,7 +137,17 @@ export class HarnessThread {
   #onMessage(worker: Worker, msg: FromHarness): void {
     if (worker !== this.#worker || typeof msg !== 'object' || msg === null || typeof msg.id !== 'number') return;
     if (msg.t === 'reply') this.#settle(msg.id, msg.ok === true, msg.ok === true ? msg.value : msg.message);
+    else if (msg.t === 'started') this.#started(msg.id);
     else if (msg.t === 'cap') this.#capability(worker, msg);
+  }
+
+  /** The tool runs now: its own time limit replaces the load limit. */
+  #started(id: number): void {
+    const f = this.#inFlight.get(id);
+    if (f === undefined || f.running) return;
+    clearTimeout(f.timer);
+    f.running = true;
+    f.timer = setTimeout(() => this.#timedOut(id), f.timeoutMs);
   }
 
   #capability(worker: Worker, msg: Extract<FromHarness, { t: 'cap' }>): void {
@@ -149,7 +169,9 @@ export class HarnessThread {
   #timedOut(id: number): void {
     const f = this.#inFlight.get(id);
     if (f === undefined || this.#worker === null) return;
-    const late = `${f.what} timed out after ${f.timeoutMs} ms (tool_timeout_ms); its harness thread was stopped`;
+    const late = f.running
+      ? `${f.what} timed out after ${f.timeoutMs} ms (tool_timeout_ms); its harness thread was stopped`
+      : `${f.what}: loading timed out after ${LOAD_TIMEOUT_MS} ms; its harness thread was stopped`;
     const others = `the harness thread was stopped because ${f.what} timed out`;
     const worker = this.#worker;
     this.#worker = null;

@@ -98,16 +98,34 @@ async function describe(id: number, name: string): Promise<void> {
 async function call(msg: Extract<ToHarness, { t: 'call' }>): Promise<void> {
   const controller = new AbortController();
   running.set(msg.id, controller);
+  // An aborted call was answered by `abort`: a late outcome is not sent.
+  const answer = (reply: FromHarness): void => {
+    if (running.get(msg.id) === controller) send(reply);
+  };
   try {
     const tool = (await load(msg.module)).find((t) => t.name === msg.tool);
     if (tool === undefined) throw new Error(`harness module ${msg.module} has no tool "${msg.tool}"`);
     const ctx: ToolContext = { agent: msg.agent, sender: msg.sender, signal: controller.signal, capabilities: capabilities(msg.id, msg.granted) };
-    send({ t: 'reply', id: msg.id, ok: true, value: String(await tool.run(msg.args, ctx)) });
+    answer({ t: 'started', id: msg.id });
+    answer({ t: 'reply', id: msg.id, ok: true, value: String(await tool.run(msg.args, ctx)) });
   } catch (err) {
-    send({ t: 'reply', id: msg.id, ok: false, message: message(err) });
+    answer({ t: 'reply', id: msg.id, ok: false, message: message(err) });
   } finally {
-    running.delete(msg.id);
+    if (running.get(msg.id) === controller) running.delete(msg.id);
   }
+}
+
+/**
+ * The turn was cancelled: abort the tool's signal and answer for it at once,
+ * which tells the shard this thread is not stuck (a tool that ignores its
+ * signal may leave work behind here, but holds no time limit).
+ */
+function abort(id: number, reason: string): void {
+  const controller = running.get(id);
+  if (controller === undefined) return;
+  running.delete(id);
+  controller.abort(new Error(reason));
+  send({ t: 'reply', id, ok: false, message: reason });
 }
 
 port.on('message', (msg: ToHarness) => {
@@ -117,7 +135,7 @@ port.on('message', (msg: ToHarness) => {
     case 'call':
       return void call(msg);
     case 'abort':
-      return running.get(msg.id)?.abort(new Error(msg.reason));
+      return abort(msg.id, msg.reason);
     case 'cap_reply': {
       const waiting = asked.get(msg.id);
       asked.delete(msg.id);

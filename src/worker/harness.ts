@@ -69,7 +69,7 @@ export class Harness {
     const all = new Map<string, Tool>();
     for (const tool of this.#builtins(agent)) all.set(tool.name, tool);
     for (const h of config.harnesses) {
-      for (const spec of await this.#describe(h.module, config.tool_timeout_ms)) all.set(spec.name, this.#remote(h, spec, config.tool_timeout_ms));
+      for (const spec of await this.#describe(h.module)) all.set(spec.name, this.#remote(h, spec, config.tool_timeout_ms));
     }
     if (config.tools === null) return all;
     const only = new Map<string, Tool>();
@@ -117,10 +117,10 @@ export class Harness {
     ];
   }
 
-  #describe(module: string, timeoutMs: number): Promise<ToolSpec[]> {
+  #describe(module: string): Promise<ToolSpec[]> {
     let specs = this.#modules.get(module);
     if (specs === undefined) {
-      specs = this.#thread.describe(module, timeoutMs);
+      specs = this.#thread.describe(module);
       specs.catch(() => this.#modules.delete(module)); // a failed load is retried next turn
       this.#modules.set(module, specs);
     }

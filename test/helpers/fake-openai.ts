@@ -10,6 +10,7 @@
  *   down        500 on every attempt
  *   hold        one delta, then holds the response open until the client aborts
  *   parallel    first call: tools `slow` then `fast` in one step; after results: text
+ *   call:A,B    one tool per step (A, then B, ...) with `{}` arguments; then the last tool result as text
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
@@ -30,6 +31,14 @@ export interface FakeOpenAI {
 const sse = (res: ServerResponse, data: unknown): void => void res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
 const delta = (d: Record<string, unknown>) => ({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: d, finish_reason: null }] });
 const usage = (p: number, c: number) => ({ id: 'c', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: { cached_tokens: 2 } } });
+
+/** `call:A,B`: step n calls tool n; once every tool has answered, the last answer comes back as text. */
+function scriptedCalls(res: ServerResponse, tools: string[], body: Record<string, any>): void {
+  const results = (body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool');
+  const next = tools[results.length];
+  if (next !== undefined) sse(res, delta({ tool_calls: [{ index: 0, id: `call_${results.length}`, type: 'function', function: { name: next, arguments: '{}' } }] }));
+  else sse(res, delta({ content: results.at(-1)?.content ?? '' }));
+}
 
 export async function startFakeOpenAI(models = ['text', 'reasoning', 'tools', 'error-mid', 'flaky', 'down', 'hold']): Promise<FakeOpenAI> {
   const state: FakeOpenAI = { url: '', requests: [], aborted: 0, close: async () => {} };
@@ -101,7 +110,8 @@ export async function startFakeOpenAI(models = ['text', 'reasoning', 'tools', 'e
           res.on('close', () => state.aborted++);
           return; // never ends on its own
         default:
-          sse(res, delta({ content: `unknown model ${model}` }));
+          if (model.startsWith('call:')) scriptedCalls(res, model.slice('call:'.length).split(','), body);
+          else sse(res, delta({ content: `unknown model ${model}` }));
       }
       sse(res, '[DONE]');
       res.end();

@@ -13,6 +13,7 @@ import type { AgentInfo, AgentRegistry } from './agent-registry.ts';
 import type { EventBus } from './event-bus.ts';
 import type { ShardPool } from './shard-pool.ts';
 import type { StoragePool } from './storage-pool.ts';
+import { checkHarnessModules } from './harness-modules.ts';
 
 export interface AgentServiceOptions {
   agents: AgentRegistry;
@@ -21,6 +22,8 @@ export interface AgentServiceOptions {
   bus: EventBus;
   providers: Record<string, ProviderConfig>;
   log: Logger;
+  /** $AGENTD_HOME: harness modules are looked up in its `harness` folder. */
+  home: string;
 }
 
 const MODEL_LIST_TIMEOUT_MS = 10_000;
@@ -32,9 +35,11 @@ export class AgentService {
     this.#o = opts;
   }
 
-  #validate(op: string, raw: unknown): AgentConfig {
-    // A ConfigError is a 400 naming the field.
-    return validateAgentConfig(raw, op, 'config', Object.keys(this.#o.providers));
+  /** Field by field (a ConfigError is a 400 naming the field), then, without blocking main, that every harness module is installed. */
+  async #validate(op: string, raw: unknown): Promise<AgentConfig> {
+    const config = validateAgentConfig(raw, op, 'config', Object.keys(this.#o.providers));
+    await checkHarnessModules(this.#o.home, config, op);
+    return config;
   }
 
   async #save(name: string, config: AgentConfig): Promise<AgentInfo> {
@@ -49,13 +54,19 @@ export class AgentService {
       throw new AgentdError(Code.BadRequest, 'create_agent.name must be 1-64 letters, digits, "-", "_" or ".", not starting with "."');
     }
     if (this.#o.agents.has(name)) throw new AgentdError(Code.Conflict, `agent "${name}" exists already`);
-    return this.#save(name, this.#validate('create_agent', raw));
+    const config = await this.#validate('create_agent', raw);
+    // Checked again after the await: a concurrent create of the same name may have landed.
+    if (this.#o.agents.has(name)) throw new AgentdError(Code.Conflict, `agent "${name}" exists already`);
+    return this.#save(name, config);
   }
 
   async update(name: string, patch: unknown): Promise<AgentInfo> {
     const current = this.#o.agents.get(name);
     if (current === undefined) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
-    return this.#save(name, this.#validate('update_agent', mergePatch(current, patch)));
+    const config = await this.#validate('update_agent', mergePatch(current, patch));
+    // The agent may have been deleted while the module was checked.
+    if (!this.#o.agents.has(name)) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
+    return this.#save(name, config);
   }
 
   /** Refuses new turns at once, cancels running ones, then deletes the agent with its conversations and subscriptions. */

@@ -18,6 +18,7 @@ import {
   type ResolvedConfig,
   type TcpAddress,
 } from '../shared/config.ts';
+import { checkHarnessModulesAtStart } from './harness-modules.ts';
 
 export interface StartFlags {
   home?: string;
@@ -52,6 +53,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
   const implicit = join(home, 'agentd.json');
   const configFile = explicit ?? (existsSync(implicit) ? implicit : null);
   const file = configFile === null ? {} : readConfigFile(configFile);
+  if (file.agents !== undefined) checkHarnessModulesAtStart(home, file.agents, configFile!);
 
   let tcp: TcpAddress | null = file.tcp === undefined ? { ...DEFAULTS.tcp } : file.tcp;
   if (flags.tcp !== undefined) tcp = parseTcp(flags.tcp, '--tcp', 'value');

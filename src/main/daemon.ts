@@ -194,7 +194,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     observers,
     agents,
     skills: new SkillCatalogue(config.home, log),
-    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, log }),
+    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log }),
     defaultSender: config.defaultSender,
     startedAt: Date.now(),
     connections: () => connections.size,

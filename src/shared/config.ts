@@ -5,6 +5,7 @@
  */
 import { isPlainMap } from './args.ts';
 import { AgentdError, Code } from './errors.ts';
+import { HARNESS_NAME_RULE, isHarnessModuleName } from './harness-module.ts';
 
 export interface EchoOptions {
   /** Awaited, cancellable wait before each chunk, in milliseconds. */
@@ -18,7 +19,7 @@ export const CAPABILITIES = ['peers.list', 'sessions.search', 'skills.list', 'sk
 export type Capability = (typeof CAPABILITIES)[number];
 
 export interface HarnessConfig {
-  /** A JS module exporting `tools`; a relative path is taken from $AGENTD_HOME. */
+  /** The name of a JS module in $AGENTD_HOME/harness exporting `tools` ("notes": harness/notes.mjs or .js); never a path. */
   module: string;
   capabilities: Capability[];
 }
@@ -45,6 +46,8 @@ export interface AgentConfig {
   /** Exactly these tools when set; null means the built-ins plus every harness tool. */
   tools: string[] | null;
   harnesses: HarnessConfig[];
+  /** How long one harness tool call may run before it fails and its harness thread is replaced. */
+  tool_timeout_ms: number;
   mcps: Record<string, McpConfig>;
   echo: EchoOptions;
   /**
@@ -70,7 +73,11 @@ export const AGENT_DEFAULTS = {
   model: 'echo',
   description: '',
   max_iterations: 16,
+  tool_timeout_ms: 60_000,
 } as const;
+
+/** The longest harness tool time limit: one hour (and well inside a timer's 2^31 ms). */
+export const MAX_TOOL_TIMEOUT_MS = 3_600_000;
 
 export const DEFAULT_AGENT_NAME = 'assistant';
 
@@ -170,7 +177,7 @@ const FILE_KEYS = [
   'workers', 'tcp', 'token', 'max_body_bytes', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
 ];
-const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'mcps', 'echo', 'session_search'];
+const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
 const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers'];
 const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers'];
@@ -205,6 +212,12 @@ function stringList(v: unknown, source: string, field: string): string[] {
 function stringMap(v: unknown, source: string, field: string): Record<string, string> {
   if (!isPlainMap(v) || !Object.values(v).every((x) => typeof x === 'string')) throw new ConfigError(source, field, 'must be a map of strings');
   return { ...(v as Record<string, string>) };
+}
+
+function toolTimeout(v: unknown, source: string, field: string): number {
+  const ms = positiveInt(v, source, field);
+  if (ms > MAX_TOOL_TIMEOUT_MS) throw new ConfigError(source, field, `must be at most ${MAX_TOOL_TIMEOUT_MS} (one hour), got ${ms}`);
+  return ms;
 }
 
 function bool(v: unknown, source: string, field: string): boolean {
@@ -245,7 +258,9 @@ export function validateAgentConfig(raw: unknown, source: string, path: string, 
       for (const c of caps) {
         if (!(CAPABILITIES as readonly string[]).includes(c)) throw new ConfigError(source, `${at}.capabilities`, `has unknown capability "${c}" (known: ${CAPABILITIES.join(', ')})`);
       }
-      harnesses.push({ module: string(h.module, source, `${at}.module`, false), capabilities: caps as Capability[] });
+      const module = string(h.module, source, `${at}.module`, false);
+      if (!isHarnessModuleName(module)) throw new ConfigError(source, `${at}.module`, `${HARNESS_NAME_RULE}, got ${JSON.stringify(module)}`);
+      harnesses.push({ module, capabilities: caps as Capability[] });
     });
   }
   const mcps: Record<string, McpConfig> = {};
@@ -275,6 +290,7 @@ export function validateAgentConfig(raw: unknown, source: string, path: string, 
     skills: raw.skills === undefined ? [] : stringList(raw.skills, source, `${path}.skills`),
     tools: raw.tools === undefined || raw.tools === null ? null : stringList(raw.tools, source, `${path}.tools`),
     harnesses,
+    tool_timeout_ms: raw.tool_timeout_ms === undefined ? AGENT_DEFAULTS.tool_timeout_ms : toolTimeout(raw.tool_timeout_ms, source, `${path}.tool_timeout_ms`),
     mcps,
     echo,
     session_search: sessionSearchScope(raw.session_search, source, `${path}.session_search`),

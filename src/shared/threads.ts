@@ -21,7 +21,7 @@ export interface ShardInit {
   harnessPort: MessagePort;
   agents: Record<string, AgentConfig>;
   providers: Record<string, ProviderConfig>;
-  /** $AGENTD_HOME: relative harness module paths start here. */
+  /** $AGENTD_HOME: harness modules are looked up by name in its harness/ folder. */
   home: string;
   logLevel: string;
   /** Test-only fault injection (AGENTD_TEST_CRASH_TOKEN); null in production. */

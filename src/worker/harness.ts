@@ -1,36 +1,43 @@
 /**
- * Harnesses: the code that gives an agent its tools, in the shard. Built-in
- * tools (`peers`, `search_sessions`, `skill`) and custom harness modules both
- * reach the daemon only through capability functions, each a comlink call to
- * main's harness host, which narrows every answer (PROTOCOL §5). A module's
- * tools get exactly the capabilities its config grants, nothing else.
- *
- * A harness module is a JS file exporting `tools` (or a default export with
- * `tools`, or a default array): each `{name, description, parameters, run(args, ctx)}`
- * where `parameters` is a JSON schema and `ctx` is `{agent, sender, signal, capabilities}`.
+ * Harnesses: the code that gives an agent its tools. Built-in tools (`peers`,
+ * `search_sessions`, `skill`) run in the shard; harness modules run in the
+ * shard's harness thread (harness-thread.ts), away from the shard's memory
+ * and environment, and reach the daemon only through the capabilities their
+ * config grants: each capability call comes back to the shard, which checks
+ * the grant, fixes the calling agent, and forwards it as a comlink call to
+ * main's harness host, which narrows every answer (PROTOCOL §5).
  */
-import { isAbsolute, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import * as Comlink from 'comlink';
 import type { MessagePort } from 'node:worker_threads';
-import type { AgentConfig, Capability, HarnessConfig } from '../shared/config.ts';
+import type { AgentConfig, Capability, HarnessConfig, ProviderConfig } from '../shared/config.ts';
 import { nodeEndpoint } from '../shared/comlink-node.ts';
 import type { HarnessHostApi } from '../shared/threads.ts';
+import type { ToolSpec } from './models/types.ts';
 import type { Capabilities, Tool, ToolContext, ToolSet } from './tools.ts';
-
-const NO_PARAMETERS = { type: 'object', properties: {}, additionalProperties: false };
+import { NO_PARAMETERS } from './harness-messages.ts';
+import { HarnessThread, type HarnessCall } from './harness-thread-client.ts';
+import { harnessEnv } from './harness-env.ts';
 
 export class Harness {
   readonly #host: Comlink.Remote<HarnessHostApi>;
-  readonly #home: string;
+  readonly #thread: HarnessThread;
   /** Tools per agent config: a changed config is a new object, so it is rebuilt. */
   readonly #toolSets = new WeakMap<AgentConfig, Promise<ToolSet>>();
-  readonly #modules = new Map<string, Promise<Tool[]>>();
+  /** Each module's tool list, as its thread described it. */
+  readonly #modules = new Map<string, Promise<ToolSpec[]>>();
 
-  constructor(port: MessagePort, home: string) {
+  constructor(port: MessagePort, home: string, providers: Record<string, ProviderConfig>) {
     this.#host = Comlink.wrap<HarnessHostApi>(nodeEndpoint(port));
     port.unref(); // pending capability calls keep their turns alive, not the thread
-    this.#home = home;
+    this.#thread = new HarnessThread(home, harnessEnv(process.env, providers), (call, cap, args) => this.#granted(call, cap, args));
+  }
+
+  /** A capability request from harness code: only what the call's harness was granted, always as the call's agent. */
+  #granted(call: HarnessCall, capability: string, args: unknown[]): Promise<unknown> {
+    if (!(call.granted as string[]).includes(capability)) {
+      return Promise.reject(new Error(`capability "${capability}" was not granted to harness module "${call.module}"`));
+    }
+    return this.#host.call({ agent: call.agent, sender: call.sender }, capability as Capability, args);
   }
 
   /** The capability functions for the running turn's pair (`ctx.agent`, `ctx.sender`), only those in `granted`. */
@@ -62,9 +69,7 @@ export class Harness {
     const all = new Map<string, Tool>();
     for (const tool of this.#builtins()) all.set(tool.name, tool);
     for (const h of config.harnesses) {
-      for (const tool of await this.#load(h)) {
-        all.set(tool.name, { ...tool, run: (args, ctx) => tool.run(args, { ...ctx, capabilities: this.capabilities(ctx, h.capabilities) }) });
-      }
+      for (const spec of await this.#describe(h.module)) all.set(spec.name, this.#remote(h, spec, config.tool_timeout_ms));
     }
     if (config.tools === null) return all;
     const only = new Map<string, Tool>();
@@ -112,30 +117,22 @@ export class Harness {
     ];
   }
 
-  #load(h: HarnessConfig): Promise<Tool[]> {
-    const path = isAbsolute(h.module) ? h.module : resolve(this.#home, h.module);
-    let loaded = this.#modules.get(path);
-    if (loaded === undefined) {
-      loaded = import(pathToFileURL(path).href).then((mod: Record<string, unknown>) => toolsOf(mod, h.module));
-      loaded.catch(() => this.#modules.delete(path));
-      this.#modules.set(path, loaded);
+  #describe(module: string): Promise<ToolSpec[]> {
+    let specs = this.#modules.get(module);
+    if (specs === undefined) {
+      specs = this.#thread.describe(module);
+      specs.catch(() => this.#modules.delete(module)); // a failed load is retried next turn
+      this.#modules.set(module, specs);
     }
-    return loaded;
+    return specs;
   }
-}
 
-function toolsOf(mod: Record<string, unknown>, name: string): Tool[] {
-  const def = mod.default as { tools?: unknown } | unknown[] | undefined;
-  const list = mod.tools ?? (Array.isArray(def) ? def : def?.tools);
-  if (!Array.isArray(list)) throw new Error(`harness module ${name} exports no "tools" list`);
-  return list.map((t: unknown, i) => {
-    const tool = t as Partial<Tool> & { run?: (args: unknown, ctx: ToolContext) => unknown };
-    if (typeof tool?.name !== 'string' || typeof tool.run !== 'function') throw new Error(`harness module ${name}: tools[${i}] needs a name and a run function`);
+  /** A harness tool as the agent loop sees it: each run is a call into the harness thread. */
+  #remote(h: HarnessConfig, spec: ToolSpec, timeoutMs: number): Tool {
+    const granted = [...h.capabilities];
     return {
-      name: tool.name,
-      description: typeof tool.description === 'string' ? tool.description : '',
-      parameters: tool.parameters ?? NO_PARAMETERS,
-      run: tool.run as Tool['run'],
+      ...spec,
+      run: (args, ctx) => this.#thread.call({ module: h.module, tool: spec.name, args, agent: ctx.agent, sender: ctx.sender, granted }, timeoutMs, ctx.signal),
     };
-  });
+  }
 }

@@ -26,7 +26,7 @@ const scheduler = new TurnScheduler({
   store,
   memoryConversations: init.memoryConversations,
   models: new Models(init.providers),
-  harness: new Harness(init.harnessPort, init.home),
+  harness: new Harness(init.harnessPort, init.home, init.providers),
 });
 
 port.on('message', (batch: ToShard[]) => {

@@ -26,7 +26,7 @@ let d: Daemon;
 beforeAll(async () => {
   const home = makeHome({
     agents: {
-      assistant: { model: 'echo', harnesses: [{ module: 'harness/recall.mjs', capabilities: ['sessions.search'] }] },
+      assistant: { model: 'echo', harnesses: [{ module: 'recall', capabilities: ['sessions.search'] }] },
     },
   });
   mkdirSync(join(home, 'harness'));

@@ -1,6 +1,6 @@
 /** The OpenAI-compatible provider against a local endpoint streaming real SSE. */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
 import { cleanup, collect, makeHome, startDaemon, waitFor, type Daemon, testClient } from '../helpers/daemon.ts';
@@ -24,7 +24,8 @@ export const tools = [
 beforeAll(async () => {
   api = await startFakeOpenAI();
   const home = makeHome();
-  writeFileSync(join(home, 'gated.mjs'), GATED);
+  mkdirSync(join(home, 'harness'));
+  writeFileSync(join(home, 'harness', 'gated.mjs'), GATED);
   const agent = (model: string, extra: Record<string, unknown> = {}) => ({ provider: 'fake', model, ...extra });
   d = await startDaemon({
     home,
@@ -39,7 +40,7 @@ beforeAll(async () => {
         flaky: agent('flaky'),
         down: agent('down'),
         hold: agent('hold'),
-        parallel: agent('parallel', { harnesses: [{ module: 'gated.mjs', capabilities: [] }] }),
+        parallel: agent('parallel', { harnesses: [{ module: 'gated', capabilities: [] }] }),
       },
     },
   });

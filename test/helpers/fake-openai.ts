@@ -13,6 +13,7 @@
  *   unauthorized  401 whose body quotes the request's Authorization header and key
  *   leak        streams the request's key and its `x-org-secret` header back, 3 chars a delta,
  *               in thinking and in text
+ *   call:A,B    one tool per step (A, then B, ...) with `{}` arguments; then the last tool result as text
  *
  * With `{ modelsUnauthorized: true }`, GET /models answers like `unauthorized` too.
  */
@@ -35,6 +36,14 @@ export interface FakeOpenAI {
 const sse = (res: ServerResponse, data: unknown): void => void res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
 const delta = (d: Record<string, unknown>) => ({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: d, finish_reason: null }] });
 const usage = (p: number, c: number) => ({ id: 'c', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: { cached_tokens: 2 } } });
+
+/** `call:A,B`: step n calls tool n; once every tool has answered, the last answer comes back as text. */
+function scriptedCalls(res: ServerResponse, tools: string[], body: Record<string, any>): void {
+  const results = (body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool');
+  const next = tools[results.length];
+  if (next !== undefined) sse(res, delta({ tool_calls: [{ index: 0, id: `call_${results.length}`, type: 'function', function: { name: next, arguments: '{}' } }] }));
+  else sse(res, delta({ content: results.at(-1)?.content ?? '' }));
+}
 
 /** A 401 body the way a careless gateway writes it: quoting what it was sent. */
 function unauthorized(res: ServerResponse, headers: IncomingMessage['headers']): void {
@@ -127,7 +136,8 @@ export async function startFakeOpenAI(
           res.on('close', () => state.aborted++);
           return; // never ends on its own
         default:
-          sse(res, delta({ content: `unknown model ${model}` }));
+          if (model.startsWith('call:')) scriptedCalls(res, model.slice('call:'.length).split(','), body);
+          else sse(res, delta({ content: `unknown model ${model}` }));
       }
       sse(res, '[DONE]');
       res.end();

@@ -23,6 +23,11 @@ describe('config validation', () => {
     ['a provider of another type', { providers: { p: { type: 'anthropic', base_url: 'http://x' } } }, /providers\.p\.type must be "openai"/],
     ['a provider URL', { providers: { p: { type: 'openai', base_url: 'localhost:8080' } } }, /providers\.p\.base_url must be an http/],
     ['an unknown capability', { agents: { a: { harnesses: [{ module: 'm.js', capabilities: ['sessions.delete'] }] } } }, /harnesses\[0\]\.capabilities has unknown capability "sessions\.delete"/],
+    ['a harness module given as a path', { agents: { a: { harnesses: [{ module: 'harness/x.mjs' }] } } }, /agents\.a\.harnesses\[0\]\.module must name a module in \$AGENTD_HOME\/harness/],
+    ['a harness module given as an absolute path', { agents: { a: { harnesses: [{ module: '/tmp/x.mjs' }] } } }, /harnesses\[0\]\.module must name a module/],
+    ['a harness module named ..', { agents: { a: { harnesses: [{ module: '..' }] } } }, /harnesses\[0\]\.module must name a module/],
+    ['tool_timeout_ms zero', { agents: { a: { tool_timeout_ms: 0 } } }, /agents\.a\.tool_timeout_ms must be an integer >= 1/],
+    ['tool_timeout_ms over an hour', { agents: { a: { tool_timeout_ms: 3_600_001 } } }, /agents\.a\.tool_timeout_ms must be at most 3600000/],
     ['skills not a list', { agents: { a: { skills: 'all' } } }, /agents\.a\.skills must be a list of strings/],
     ['mcp env not strings', { agents: { a: { mcps: { gh: { env: { TOKEN: 1 } } } } } }, /agents\.a\.mcps\.gh\.env must be a map of strings/],
     ['an unknown session_search scope', { agents: { a: { session_search: 'all' } } }, /agents\.a\.session_search must be "sender" or "agent"/],
@@ -42,7 +47,7 @@ describe('config validation', () => {
     expect(s.tcp).toBeNull();
     expect(s.agents!.slow).toEqual({
       model: 'echo', provider: null, description: 'd', system_prompt: '', max_iterations: 4, thinking: false,
-      skills: [], tools: null, harnesses: [], mcps: {}, echo: { delay_ms: 5, cpu_us: 10 }, session_search: 'sender',
+      skills: [], tools: null, harnesses: [], tool_timeout_ms: 60_000, mcps: {}, echo: { delay_ms: 5, cpu_us: 10 }, session_search: 'sender',
     });
     expect(validateFileSettings({ agents: { a: { session_search: 'agent' } } }, 'f').agents!.a!.session_search).toBe('agent');
   });

@@ -182,10 +182,10 @@ function positiveInt(v: unknown, source: string, field: string, min = 1): number
 }
 
 function boundedInt(v: unknown, source: string, field: string, min: number, max: number): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+  if (typeof v === 'number' && Number.isInteger(v) && v > max) {
     throw new ConfigError(source, field, `must be an integer >= ${min} and <= ${max}, got ${JSON.stringify(v)}`);
   }
-  return v;
+  return positiveInt(v, source, field, min);
 }
 
 function string(v: unknown, source: string, field: string, allowEmpty = true): string {

@@ -77,10 +77,10 @@ export function streamer(load: Load, client: AgentdClient, slot: string): Promis
 /** Streams a turn of the slow agent and kills it at its first chunk (a 499 or a cancelled end is the expected outcome). */
 export function killer(load: Load, client: AgentdClient, other: AgentdClient): Promise<void> {
   return loop(load, 'kill', async (i) => {
-    const sender = `kill-${i % 8}`;
+    const who = `kill-${i % 8}`;
     try {
-      for await (const ev of client.stream('slow', 'one two three four five six seven eight', { sender })) {
-        if (ev.type === 'chunk') await other.kill('slow', sender);
+      for await (const ev of client.stream('slow', 'one two three four five six seven eight', { sender: who })) {
+        if (ev.type === 'chunk') await other.kill('slow', who);
       }
     } catch (err) {
       if (!(err instanceof AgentdError && err.code === 499)) throw err;
@@ -105,9 +105,9 @@ export function disconnecter(load: Load): Promise<void> {
 /** A few turns then `compact`, on rotating pairs of its own (compaction rewrites history, so these are not checked). */
 export function compactor(load: Load, client: AgentdClient): Promise<void> {
   return loop(load, 'compact', async (i) => {
-    const sender = `compact-${Math.floor(i / 4)}`;
-    for (let k = 0; k < 5; k++) await client.send('assistant', `words to compact ${i} ${k}`, { sender });
-    await client.request('compact', { agent: 'assistant', sender });
+    const who = `compact-${Math.floor(i / 4)}`;
+    for (let k = 0; k < 5; k++) await client.send('assistant', `words to compact ${i} ${k}`, { sender: who });
+    await client.request('compact', { agent: 'assistant', sender: who });
     await pause(200);
   });
 }

@@ -78,9 +78,13 @@ export function streamer(load: Load, client: AgentdClient, slot: string): Promis
 export function killer(load: Load, client: AgentdClient, other: AgentdClient): Promise<void> {
   return loop(load, 'kill', async (i) => {
     const who = `kill-${i % 8}`;
+    let killed = false;
     try {
       for await (const ev of client.stream('slow', 'one two three four five six seven eight', { sender: who })) {
-        if (ev.type === 'chunk') await other.kill('slow', who);
+        if (ev.type === 'chunk' && !killed) {
+          killed = true;
+          await other.kill('slow', who);
+        }
       }
     } catch (err) {
       if (!(err instanceof AgentdError && err.code === 499)) throw err;

@@ -14,8 +14,8 @@
  * `hot` (echo cpu_us 200,000, delay_ms 1,000: 0.2 s of shard CPU per word).
  * Senders move to a fresh conversation every 200 turns.
  *
- * The run is cut into 10 intervals (5 s to 60 s each: one a minute in the
- * default 10-minute run, 12 s in a 2-minute run); each prints one line:
+ * The run is cut into 10 intervals (a tenth of the run, at most 60 s: one a
+ * minute in the default 10-minute run, 12 s in a 2-minute run); each prints one line:
  * turns/s and p99 turn latency (acknowledged `send` and `stream` turns), the
  * daemon's resident memory, its main thread's V8 heap (from
  * bench/soak-probe.mjs), open file descriptors (/proc/PID/fd), WAL bytes, and
@@ -67,8 +67,8 @@ function options(): { totalSeconds: number; workers: number } {
   const { values } = parseArgs({ options: { minutes: { type: 'string' }, seconds: { type: 'string' }, workers: { type: 'string' } } });
   const totalSeconds = values.seconds !== undefined ? Number(values.seconds) : Number(values.minutes ?? 10) * 60;
   const workers = Number(values.workers ?? 2);
-  if (!(totalSeconds >= 15) || !Number.isInteger(workers) || workers < 1) {
-    console.error('usage: npm run soak -- [--minutes N | --seconds N (at least 15)] [--workers N]');
+  if (!(totalSeconds >= 30) || !Number.isInteger(workers) || workers < 1) {
+    console.error('usage: npm run soak -- [--minutes N | --seconds N (at least 30)] [--workers N]');
     process.exit(2);
   }
   return { totalSeconds, workers };
@@ -155,7 +155,7 @@ async function stopLoad(load: drive.Load, loops: Promise<void>[]): Promise<boole
 
 async function main(): Promise<void> {
   const { totalSeconds, workers } = options();
-  const intervalS = Math.min(60, Math.max(5, Math.round(totalSeconds / INTERVALS)));
+  const intervalS = Math.min(60, Math.max(3, Math.round(totalSeconds / INTERVALS)));
   const probe = join(tmpdir(), `agentd-soak-probe-${process.pid}.json`);
   process.env.AGENTD_SOAK_PROBE = probe;
   const probeModule = resolve(import.meta.dirname, 'soak-probe.mjs');

@@ -52,12 +52,13 @@ export async function startAgentd(
   agents: Record<string, unknown>,
   extra: Record<string, unknown> = {},
   seed?: (home: string) => void,
+  nodeArgs: string[] = [],
 ): Promise<Proc> {
   const home = mkdtempSync(join(tmpdir(), 'agentd-bench-'));
   writeFileSync(join(home, 'agentd.json'), JSON.stringify({ agents, ...extra }));
   seed?.(home);
   // The built daemon, as production runs it (`npm run bench` builds first).
-  const proc = spawn(process.execPath, [join(ROOT, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0'], {
+  const proc = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const m = await waitForLine(proc, /tcp 127\.0\.0\.1:(\d+)/, 'agentd');

@@ -73,6 +73,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     token,
     workers,
     maxBodyBytes: file.max_body_bytes ?? DEFAULTS.maxBodyBytes,
+    maxElements: file.max_elements ?? DEFAULTS.maxElements,
     highWaterBytes,
     hardLimitBytes,
     shutdownGraceMs: file.shutdown_grace_ms ?? DEFAULTS.shutdownGraceMs,

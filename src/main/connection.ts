@@ -18,6 +18,8 @@ export interface ConnectionHost {
 
 export interface ConnectionLimits {
   maxBodyBytes: number;
+  /** Array and map entries a body may announce in total (refused with 400 beyond). */
+  maxElements: number;
   highWaterBytes: number;
   hardLimitBytes: number;
   /** A token the first request must present (`auth`), or null. */
@@ -92,7 +94,7 @@ export class Connection implements FrameSink {
     let value: unknown;
     try {
       if (body.length === 0) throw new Error('empty body');
-      assertPortableMsgpack(body);
+      assertPortableMsgpack(body, this.#limits.maxElements);
       value = decodeBody(body);
     } catch (err) {
       return this.reply(id, { error: { code: Code.BadRequest, message: `body is not valid MessagePack: ${(err as Error).message}` } });

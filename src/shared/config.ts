@@ -8,11 +8,17 @@ import { AgentdError, Code } from './errors.ts';
 import { HARNESS_NAME_RULE, isHarnessModuleName } from './harness-module.ts';
 
 export interface EchoOptions {
-  /** Awaited, cancellable wait before each chunk, in milliseconds. */
+  /** Awaited, cancellable wait before each chunk, in milliseconds (at most ECHO_MAX.delay_ms). */
   delay_ms: number;
-  /** CPU burned per chunk, in microseconds (models a compute-bound model). */
+  /** CPU burned per chunk, in microseconds (models a compute-bound model; at most ECHO_MAX.cpu_us). */
   cpu_us: number;
 }
+
+/**
+ * The echo model's maxima, 1 s each: cpu_us is burned synchronously on a
+ * shard, so an unbounded value would freeze every conversation of that shard.
+ */
+export const ECHO_MAX = { delay_ms: 1_000, cpu_us: 1_000_000 } as const;
 
 /** The capabilities a harness may be granted (PROTOCOL §5). */
 export const CAPABILITIES = ['peers.list', 'sessions.search', 'skills.list', 'skills.get'] as const;
@@ -96,6 +102,8 @@ export interface ResolvedConfig {
   token: string | null;
   workers: number;
   maxBodyBytes: number;
+  /** Array and map entries one request body may announce in total (bounded decoding). */
+  maxElements: number;
   highWaterBytes: number;
   hardLimitBytes: number;
   shutdownGraceMs: number;
@@ -116,6 +124,7 @@ export interface ResolvedConfig {
 export const DEFAULTS = {
   tcp: { host: '127.0.0.1', port: 6688 },
   maxBodyBytes: 16 * 1024 * 1024,
+  maxElements: 100_000,
   highWaterBytes: 8 * 1024 * 1024,
   hardLimitBytes: 64 * 1024 * 1024,
   shutdownGraceMs: 5_000,
@@ -161,6 +170,7 @@ export interface FileSettings {
   tcp?: TcpAddress | null;
   token?: string;
   max_body_bytes?: number;
+  max_elements?: number;
   high_water_bytes?: number;
   hard_limit_bytes?: number;
   shutdown_grace_ms?: number;
@@ -174,7 +184,7 @@ export interface FileSettings {
 }
 
 const FILE_KEYS = [
-  'workers', 'tcp', 'token', 'max_body_bytes', 'high_water_bytes', 'hard_limit_bytes',
+  'workers', 'tcp', 'token', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
@@ -187,6 +197,13 @@ function positiveInt(v: unknown, source: string, field: string, min = 1): number
     throw new ConfigError(source, field, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
   }
   return v;
+}
+
+function boundedInt(v: unknown, source: string, field: string, min: number, max: number): number {
+  if (typeof v === 'number' && Number.isInteger(v) && v > max) {
+    throw new ConfigError(source, field, `must be an integer >= ${min} and <= ${max}, got ${JSON.stringify(v)}`);
+  }
+  return positiveInt(v, source, field, min);
 }
 
 function string(v: unknown, source: string, field: string, allowEmpty = true): string {
@@ -236,8 +253,8 @@ export function validateAgentConfig(raw: unknown, source: string, path: string, 
   if (raw.echo !== undefined) {
     if (!isPlainMap(raw.echo)) throw new ConfigError(source, `${path}.echo`, 'must be an object');
     onlyKeys(raw.echo, ECHO_KEYS, source, `${path}.echo`);
-    if (raw.echo.delay_ms !== undefined) echo.delay_ms = positiveInt(raw.echo.delay_ms, source, `${path}.echo.delay_ms`, 0);
-    if (raw.echo.cpu_us !== undefined) echo.cpu_us = positiveInt(raw.echo.cpu_us, source, `${path}.echo.cpu_us`, 0);
+    if (raw.echo.delay_ms !== undefined) echo.delay_ms = boundedInt(raw.echo.delay_ms, source, `${path}.echo.delay_ms`, 0, ECHO_MAX.delay_ms);
+    if (raw.echo.cpu_us !== undefined) echo.cpu_us = boundedInt(raw.echo.cpu_us, source, `${path}.echo.cpu_us`, 0, ECHO_MAX.cpu_us);
   }
   const model = raw.model === undefined ? AGENT_DEFAULTS.model : string(raw.model, source, `${path}.model`, false);
   const provider = raw.provider === undefined || raw.provider === null ? null : string(raw.provider, source, `${path}.provider`, false);
@@ -333,6 +350,7 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   if (raw.tcp !== undefined) out.tcp = parseTcp(string(raw.tcp, source, 'tcp'), source, 'tcp');
   if (raw.token !== undefined) out.token = string(raw.token, source, 'token', false);
   if (raw.max_body_bytes !== undefined) out.max_body_bytes = positiveInt(raw.max_body_bytes, source, 'max_body_bytes');
+  if (raw.max_elements !== undefined) out.max_elements = positiveInt(raw.max_elements, source, 'max_elements');
   if (raw.high_water_bytes !== undefined) out.high_water_bytes = positiveInt(raw.high_water_bytes, source, 'high_water_bytes');
   if (raw.hard_limit_bytes !== undefined) out.hard_limit_bytes = positiveInt(raw.hard_limit_bytes, source, 'hard_limit_bytes');
   if (raw.shutdown_grace_ms !== undefined) out.shutdown_grace_ms = positiveInt(raw.shutdown_grace_ms, source, 'shutdown_grace_ms', 0);

@@ -8,15 +8,36 @@
  * accepts more than the protocol allows (0xc1, its own extensions); tests
  * run it on every daemon body. It skips over strings and binaries without
  * reading them, and allocates nothing but its cursor per call.
+ *
+ * It also bounds the work of decoding: array and map entries are counted as
+ * their headers announce them (a map entry, key and value, counts once), and
+ * a body announcing more than `maxElements` in total is refused before any
+ * of them is walked, let alone materialized. A header announcing more values
+ * than bytes remain is refused at once, whatever the limit.
  */
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const MAX_DEPTH = 512;
 
+/** Thrown when a body announces more array or map entries than allowed. */
+export class TooManyElementsError extends Error {
+  constructor(
+    readonly limit: number,
+    /** The byte just past the header that went over: how far the walk got. */
+    readonly at: number,
+  ) {
+    super(`more than ${limit} array or map entries (max_elements), refused at byte ${at}`);
+    this.name = 'TooManyElementsError';
+  }
+}
+
 class Cursor {
   at = 0;
+  /** Array and map entries announced so far. */
+  elements = 0;
   constructor(
     readonly buf: Uint8Array,
     readonly view: DataView,
+    readonly maxElements: number,
   ) {}
 }
 
@@ -48,16 +69,30 @@ function u32(c: Cursor): number {
   return v;
 }
 
-function items(c: Cursor, n: number, depth: number): void {
+/** Counts `entries` announced by a header, then walks its `values` (2 per map entry). */
+function announce(c: Cursor, entries: number, values: number): void {
+  c.elements += entries;
+  if (c.elements > c.maxElements) throw new TooManyElementsError(c.maxElements, c.at);
+  // Every value takes at least one byte: a larger claim is a lie, refused now.
+  if (values > c.buf.length - c.at) throw new Error(`truncated: ${values} values announced at byte ${c.at}, ${c.buf.length - c.at} bytes left`);
+}
+
+function array(c: Cursor, n: number, depth: number): void {
+  announce(c, n, n);
   for (let i = 0; i < n; i++) value(c, depth + 1);
+}
+
+function map(c: Cursor, n: number, depth: number): void {
+  announce(c, n, n * 2);
+  for (let i = 0; i < n * 2; i++) value(c, depth + 1);
 }
 
 function value(c: Cursor, depth: number): void {
   if (depth > MAX_DEPTH) throw new Error('nesting too deep');
   const b = u8(c);
   if (b <= 0x7f || b >= 0xe0) return; // fixint
-  if (b <= 0x8f) return items(c, (b & 0x0f) * 2, depth); // fixmap
-  if (b <= 0x9f) return items(c, b & 0x0f, depth); // fixarray
+  if (b <= 0x8f) return map(c, b & 0x0f, depth); // fixmap
+  if (b <= 0x9f) return array(c, b & 0x0f, depth); // fixarray
   if (b <= 0xbf) return skip(c, b & 0x1f); // fixstr
   switch (b) {
     case 0xc0: // nil
@@ -102,20 +137,24 @@ function value(c: Cursor, depth: number): void {
       return;
     }
     case 0xdc:
-      return items(c, u16(c), depth);
+      return array(c, u16(c), depth);
     case 0xdd:
-      return items(c, u32(c), depth);
+      return array(c, u32(c), depth);
     case 0xde:
-      return items(c, u16(c) * 2, depth);
+      return map(c, u16(c), depth);
     case 0xdf:
-      return items(c, u32(c) * 2, depth);
+      return map(c, u32(c), depth);
     default: // 0xc7-0xc9 ext 8/16/32, 0xd4-0xd8 fixext
       throw new Error(`extension type 0x${b.toString(16)} at byte ${c.at - 1}`);
   }
 }
 
-export function assertPortableMsgpack(buf: Uint8Array): void {
-  const c = new Cursor(buf, new DataView(buf.buffer, buf.byteOffset, buf.byteLength));
+/**
+ * Throws unless `buf` is one portable value announcing at most `maxElements`
+ * array or map entries in total (unbounded by default, for trusted bodies).
+ */
+export function assertPortableMsgpack(buf: Uint8Array, maxElements = Number.POSITIVE_INFINITY): void {
+  const c = new Cursor(buf, new DataView(buf.buffer, buf.byteOffset, buf.byteLength), maxElements);
   value(c, 0);
   if (c.at !== buf.length) throw new Error(`${buf.length - c.at} trailing bytes`);
 }

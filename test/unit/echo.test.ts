@@ -38,9 +38,10 @@ describe('echo model', () => {
   });
 
   it('stops when aborted during a delay', async () => {
+    // The longest delay allowed (1 s); the cancel comes while it runs.
     const ac = new Cancellation();
     const model = new EchoModel();
-    const it = model.stream({ messages: [{ role: 'user', content: 'a b c' }], tools: [], toolChoice: null, agent: validateAgentConfig({ echo: { delay_ms: 10_000 } }, 't', 'a'), cancel: ac })[Symbol.asyncIterator]();
+    const it = model.stream({ messages: [{ role: 'user', content: 'a b c' }], tools: [], toolChoice: null, agent: validateAgentConfig({ echo: { delay_ms: 1_000 } }, 't', 'a'), cancel: ac })[Symbol.asyncIterator]();
     const next = it.next();
     ac.cancel('stop');
     await expect(next).rejects.toThrow();

@@ -1,0 +1,225 @@
+/**
+ * The soak run: a long, mixed, bounded load on one daemon, watched for
+ * anything that keeps growing.
+ *
+ *   npm run soak [-- --minutes N | --seconds N] [-- --workers N]
+ *
+ * Starts the built daemon on a temp home (persisted, memory_conversations 256,
+ * so eviction is reached early and memory should level off) and drives, until
+ * the time is up: `send` loops (every acknowledged turn recorded), `stream`
+ * loops, a killer (slow turns killed at their first chunk), clients that
+ * disconnect mid-turn, compaction, search, `publish_event` twice a second
+ * with two subscriptions firing turns, two observers (one reading at full
+ * speed, one slowly), a slow reader of long streams, and the runaway agent
+ * `hot` (echo cpu_us 200,000, delay_ms 1,000: 0.2 s of shard CPU per word).
+ * Senders move to a fresh conversation every 200 turns.
+ *
+ * The run is cut into 10 intervals (a tenth of the run, at most 60 s: one a
+ * minute in the default 10-minute run, 12 s in a 2-minute run); each prints one line:
+ * turns/s and p99 turn latency (acknowledged `send` and `stream` turns), the
+ * daemon's resident memory, its main thread's V8 heap (from
+ * bench/soak-probe.mjs), open file descriptors (/proc/PID/fd), WAL bytes, and
+ * queued turns (when get_stats reports `queued_turns`).
+ *
+ * It fails (exit 1) when, comparing the median of the last third of the
+ * intervals with the first third (the first interval, the warm-up, left out):
+ *   - turns/s fell below 80% of the first third;
+ *   - p99 latency grew beyond 2x the first third + 50 ms;
+ *   - resident memory grew beyond 1.25x + 64 MiB;
+ *   - main-thread heap grew beyond 1.5x + 32 MiB;
+ *   - open file descriptors grew by more than 16;
+ *   - WAL bytes grew beyond 2x + 64 MiB (the WAL bound, wal_max_bytes' default);
+ *   - queued turns grew by more than 100;
+ * or when any acknowledged turn (a `send` that got its response) is missing
+ * from its conversation's history at the end, or a `send`/`stream` of the
+ * steady load failed. Writes bench/results/soak.json.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { parseArgs } from 'node:util';
+import { setTimeout as pause } from 'node:timers/promises';
+import { AgentdClient } from '../src/client/index.ts';
+import { startAgentd, type Proc } from './lib/processes.ts';
+import { fileBytes, judge, openFds, probedHeap, residentBytes, TurnMeter, type Bound, type Sample, type TrendVerdict } from './lib/soak-metrics.ts';
+import * as drive from './lib/soak-drivers.ts';
+
+const MIB = 1024 * 1024;
+const INTERVALS = 10;
+
+const BOUNDS: Bound[] = [
+  { series: 'turns_per_s', factor: 0.8, slack: 0, direction: 'down', text: 'last third >= 80% of first third' },
+  { series: 'p99_ms', factor: 2, slack: 50, direction: 'up', text: 'last third <= 2x first + 50 ms' },
+  { series: 'rss_bytes', factor: 1.25, slack: 64 * MIB, direction: 'up', text: 'last third <= 1.25x first + 64 MiB' },
+  { series: 'heap_bytes', factor: 1.5, slack: 32 * MIB, direction: 'up', text: 'last third <= 1.5x first + 32 MiB' },
+  { series: 'open_fds', factor: 1, slack: 16, direction: 'up', text: 'last third <= first + 16' },
+  { series: 'wal_bytes', factor: 2, slack: 64 * MIB, direction: 'up', text: 'last third <= 2x first + 64 MiB' },
+  { series: 'queued_turns', factor: 1, slack: 100, direction: 'up', text: 'last third <= first + 100' },
+];
+
+const AGENTS = {
+  assistant: { model: 'echo' },
+  slow: { model: 'echo', echo: { delay_ms: 20 } },
+  hot: { model: 'echo', echo: { cpu_us: 200_000, delay_ms: 1_000 } },
+};
+
+function options(): { totalSeconds: number; workers: number } {
+  const { values } = parseArgs({ options: { minutes: { type: 'string' }, seconds: { type: 'string' }, workers: { type: 'string' } } });
+  const totalSeconds = values.seconds !== undefined ? Number(values.seconds) : Number(values.minutes ?? 10) * 60;
+  const workers = Number(values.workers ?? 2);
+  if (!(totalSeconds >= 30) || !Number.isInteger(workers) || workers < 1) {
+    console.error('usage: npm run soak -- [--minutes N | --seconds N (at least 30)] [--workers N]');
+    process.exit(2);
+  }
+  return { totalSeconds, workers };
+}
+
+/** Starts every driver; returns their loops, to await once the load stops. */
+async function startLoad(load: drive.Load): Promise<{ loops: Promise<void>[]; clients: AgentdClient[] }> {
+  const connect = (): Promise<AgentdClient> => AgentdClient.connect({ path: load.socketPath });
+  const clients = await Promise.all(Array.from({ length: 9 }, connect));
+  const at = (i: number): AgentdClient => clients[i]!;
+  await at(7).subscribe('soak:tick', 'assistant');
+  await at(7).subscribe('soak:tick', 'slow');
+  const loops: Promise<void>[] = [];
+  // 12 send loops on 3 connections, 4 stream loops on one: the steady, checked load.
+  for (let k = 0; k < 3; k++) for (let j = 0; j < 4; j++) loops.push(drive.sender(load, at(k), `send${k}.${j}`));
+  for (let j = 0; j < 4; j++) loops.push(drive.streamer(load, at(3), `stream${j}`));
+  loops.push(
+    drive.killer(load, at(4), at(5)),
+    drive.disconnecter(load),
+    drive.compactor(load, at(6)),
+    drive.searcher(load, at(6)),
+    drive.publisher(load, at(7)),
+    drive.runaway(load, at(8)),
+    drive.observer(load, true),
+    drive.observer(load, false),
+    drive.slowStreamReader(load),
+  );
+  return { loops, clients };
+}
+
+async function sample(agentd: Proc, client: AgentdClient, load: drive.Load, startedAt: number, intervalS: number, probe: string): Promise<Sample> {
+  const pid = agentd.proc.pid!;
+  const home = dirname(dirname(agentd.unix));
+  const { turns, p99Ms } = load.meter.take();
+  const stats = await client.stats().catch(() => ({}) as Record<string, unknown>);
+  return {
+    at_s: Math.round((Date.now() - startedAt) / 1000),
+    turns_per_s: turns / intervalS,
+    p99_ms: p99Ms,
+    rss_bytes: residentBytes(pid),
+    heap_bytes: probedHeap(probe),
+    open_fds: openFds(pid),
+    wal_bytes: fileBytes(join(home, 'agentd.db-wal')),
+    queued_turns: typeof stats.queued_turns === 'number' ? stats.queued_turns : null,
+  };
+}
+
+const mib = (b: number | null): string => (b === null ? '-' : `${(b / MIB).toFixed(1)} MiB`);
+
+const shown = (series: string, x: number): string => (series.endsWith('_bytes') ? mib(x) : x.toFixed(1));
+
+function line(s: Sample): string {
+  const cells = [
+    `t=${String(s.at_s).padStart(4)}s`,
+    `turns/s ${s.turns_per_s.toFixed(0).padStart(6)}`,
+    `p99 ${s.p99_ms === null ? '-' : `${s.p99_ms.toFixed(1)} ms`}`,
+    `rss ${mib(s.rss_bytes)}`,
+    `heap ${mib(s.heap_bytes)}`,
+    `fds ${s.open_fds ?? '-'}`,
+    `wal ${mib(s.wal_bytes)}`,
+    ...(s.queued_turns === null ? [] : [`queued ${s.queued_turns}`]),
+  ];
+  return cells.join('  ');
+}
+
+/** Every acknowledged turn must be in its conversation's history; returns what is missing. */
+async function missingAcked(client: AgentdClient, acked: Map<string, string[]>): Promise<{ pair: string; content: string }[]> {
+  const missing: { pair: string; content: string }[] = [];
+  for (const [key, contents] of acked) {
+    const [agent, sender] = key.split('\u0000') as [string, string];
+    const h = await client.request('get_conversation_history', { agent, sender });
+    const stored = new Set((h.conversation_history as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'user').map((m) => m.content));
+    for (const c of contents) if (!stored.has(c)) missing.push({ pair: `${agent}/${sender}`, content: c });
+  }
+  return missing;
+}
+
+/** Stops the load and waits for each loop to finish its request in flight (30 s at most). */
+async function stopLoad(load: drive.Load, loops: Promise<void>[]): Promise<boolean> {
+  load.running = false;
+  const settled = Promise.allSettled(loops).then(() => true);
+  return Promise.race([settled, pause(30_000).then(() => false)]);
+}
+
+async function main(): Promise<void> {
+  const { totalSeconds, workers } = options();
+  const intervalS = Math.min(60, Math.max(3, Math.round(totalSeconds / INTERVALS)));
+  const probe = join(tmpdir(), `agentd-soak-probe-${process.pid}.json`);
+  process.env.AGENTD_SOAK_PROBE = probe;
+  const probeModule = resolve(import.meta.dirname, 'soak-probe.mjs');
+  const agentd = await startAgentd(workers, AGENTS, { memory_conversations: 256 }, undefined, ['--import', probeModule]);
+  console.log(`soak: ${totalSeconds} s, ${workers} workers, one line every ${intervalS} s (pid ${agentd.proc.pid})`);
+
+  const load: drive.Load = { socketPath: agentd.unix, running: true, meter: new TurnMeter(), acked: new Map(), errors: new Map(), done: new Map() };
+  const watcher = await AgentdClient.connect({ path: agentd.unix });
+  const { loops, clients } = await startLoad(load);
+  const startedAt = Date.now();
+  const samples: Sample[] = [];
+  for (let elapsed = 0; elapsed + intervalS <= totalSeconds; elapsed += intervalS) {
+    await pause(startedAt + (elapsed + intervalS) * 1000 - Date.now());
+    const s = await sample(agentd, watcher, load, startedAt, intervalS, probe);
+    samples.push(s);
+    console.log(line(s));
+  }
+  const drained = await stopLoad(load, loops);
+  const missing = await missingAcked(watcher, load.acked);
+  await Promise.all([...clients, watcher].map((c) => c.close()));
+  await agentd.stop();
+  rmSync(probe, { force: true });
+  const exitCode = agentd.proc.exitCode;
+  report({ totalSeconds, workers, intervalS, samples, load, missing, drained, exitCode });
+}
+
+interface Outcome {
+  totalSeconds: number;
+  workers: number;
+  intervalS: number;
+  samples: Sample[];
+  load: drive.Load;
+  missing: { pair: string; content: string }[];
+  drained: boolean;
+  exitCode: number | null;
+}
+
+function report(o: Outcome): void {
+  const verdicts = BOUNDS.map((b) => judge(o.samples, b)).filter((v): v is TrendVerdict => v !== null);
+  const acked = [...o.load.acked.values()].reduce((n, l) => n + l.length, 0);
+  const steadyErrors = (o.load.errors.get('send') ?? 0) + (o.load.errors.get('stream') ?? 0);
+  const failures = [
+    ...verdicts.filter((v) => !v.ok).map((v) => `${v.series} trended beyond its bound (${v.bound}): first ${shown(v.series, v.first)}, last ${shown(v.series, v.last)}, limit ${shown(v.series, v.limit)}`),
+    ...(o.missing.length > 0 ? [`${o.missing.length} of ${acked} acknowledged turns missing from history (first: ${JSON.stringify(o.missing[0])})`] : []),
+    ...(steadyErrors > 0 ? [`${steadyErrors} send/stream requests of the steady load failed`] : []),
+    ...(o.drained ? [] : ['the load did not finish its requests in flight within 30 s of stopping']),
+    ...(o.exitCode === 0 ? [] : [`the daemon exited with ${o.exitCode} on SIGTERM`]),
+  ];
+  console.log(`\nrequests done: ${JSON.stringify(Object.fromEntries(o.load.done))}`);
+  console.log(`failed requests: ${JSON.stringify(Object.fromEntries(o.load.errors))}`);
+  console.log(`acknowledged turns checked against history: ${acked} in ${o.load.acked.size} conversations, ${o.missing.length} missing`);
+  for (const v of verdicts) console.log(`${v.ok ? 'ok  ' : 'FAIL'} ${v.series}: first third ${shown(v.series, v.first)}, last third ${shown(v.series, v.last)} (${v.bound})`);
+  const machine = { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, date: new Date().toISOString() };
+  const out = resolve(import.meta.dirname, 'results', 'soak.json');
+  mkdirSync(dirname(out), { recursive: true });
+  const result = { machine, seconds: o.totalSeconds, workers: o.workers, interval_s: o.intervalS, bounds: BOUNDS, samples: o.samples, verdicts, acknowledged: acked, missing: o.missing.slice(0, 20), done: Object.fromEntries(o.load.done), errors: Object.fromEntries(o.load.errors), failures, passed: failures.length === 0 };
+  writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+  console.log(`wrote ${out}`);
+  if (failures.length > 0) {
+    console.log(`\nSOAK FAILED:\n  ${failures.join('\n  ')}`);
+    process.exitCode = 1;
+  } else {
+    console.log('\nsoak passed');
+  }
+}
+
+await main();

@@ -7,7 +7,7 @@
  * port files. `close()` is idempotent: a second caller awaits the first.
  */
 import type { Server, Socket } from 'node:net';
-import { mkdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { validateAgentConfig, type AgentConfig, type ResolvedConfig } from '../shared/config.ts';
@@ -28,6 +28,9 @@ import { BUS_CONN, type TurnRequest } from '../shared/threads.ts';
 import { StoragePool } from './storage-pool.ts';
 import { CHECKPOINT_INTERVAL_MS, prepareDatabaseFile } from '../shared/db.ts';
 import { createWriteLockBuffer } from '../shared/write-lock.ts';
+import { preparePrivateHome, tightenDatabaseFiles } from './private-files.ts';
+import { resolveTcpToken } from './token.ts';
+import { ConnectionLimiter } from './connection-limit.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, "Testing"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -71,12 +74,15 @@ export class Daemon implements ConnectionHost {
 
   async start(): Promise<void> {
     const { config } = this;
-    mkdirSync(config.home, { recursive: true, mode: 0o700 });
+    preparePrivateHome(config.home, this.log);
+    const limits = { ...config, token: resolveTcpToken(config, this.log) };
+    const limiter = new ConnectionLimiter(config.maxConnections);
     let agentConfigs = config.agents;
     const crashToken = process.env[CRASH_TOKEN_ENV] || null;
     const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
     let stored: SubscriptionInfo[] = [];
     if (dbPath !== null) {
+      tightenDatabaseFiles(dbPath, this.log);
       // Start-up is the one time main touches the database synchronously.
       prepareDatabaseFile(dbPath, (db) => {
         stored = db
@@ -144,22 +150,23 @@ export class Daemon implements ConnectionHost {
       defaultSender: config.defaultSender,
       startedAt: Date.now(),
       connections: () => this.#connections.size,
+      transportStats: () => limiter.stats(),
       closing: () => this.#closing,
     });
 
-    const onSocket = (socket: Socket, transport: 'unix' | 'tcp'): void => {
+    const onSocket = limiter.admit((socket: Socket, transport: 'unix' | 'tcp'): void => {
       if (this.#closing) {
         socket.destroy();
         return;
       }
       const id = this.#nextConnId++;
-      this.#connections.set(id, new Connection(id, socket, transport, this, config));
-    };
+      this.#connections.set(id, new Connection(id, socket, transport, this, limits));
+    });
     try {
       this.#servers.push(await listenUnix(config.socketPath, onSocket));
       this.#ownedFiles.push(config.socketPath);
       if (config.tcp !== null) {
-        const server = await listenTcp(config.tcp, config.token, this.portFile, onSocket);
+        const server = await listenTcp(config.tcp, limits.token, this.portFile, onSocket);
         this.#servers.push(server);
         this.#ownedFiles.push(this.portFile);
         const addr = server.address();

@@ -39,6 +39,8 @@ export interface DispatchContext {
   defaultSender: string;
   startedAt: number;
   connections(): number;
+  /** Connections per listener, refusals and the connection cap, for get_stats. */
+  transportStats(): Record<string, unknown>;
   /** True once shutdown began: new work gets 503. */
   closing(): boolean;
 }
@@ -159,6 +161,7 @@ export function createDispatch(ctx: DispatchContext): Dispatch {
         workers: pool.count,
         subscriptions: ctx.bus.size,
         connections: ctx.connections(),
+        ...ctx.transportStats(),
       },
     };
   }, true);

@@ -9,6 +9,7 @@ export const Code = {
   NotFound: 404,
   Conflict: 409,
   TooLarge: 413,
+  TooMany: 429,
   Cancelled: 499,
   Internal: 500,
   ShuttingDown: 503,

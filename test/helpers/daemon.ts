@@ -102,7 +102,8 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
     proc,
     stderr: () => stderr,
     client: (o = {}) => AgentdClient.connect({ path: socketPath, ...o }),
-    tcpClient: (o = {}) => AgentdClient.connect({ host: '127.0.0.1', port: port!, ...o }),
+    // `home` lets the client read the token file the daemon made; an explicit `token` wins.
+    tcpClient: (o = {}) => AgentdClient.connect({ host: '127.0.0.1', port: port!, home, ...o }),
     exited,
     async stop(signal = 'SIGTERM') {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);

@@ -24,6 +24,9 @@ describe('config validation', () => {
     ['a provider URL', { providers: { p: { type: 'openai', base_url: 'localhost:8080' } } }, /providers\.p\.base_url must be an http/],
     ['an unknown capability', { agents: { a: { harnesses: [{ module: 'm.js', capabilities: ['sessions.delete'] }] } } }, /harnesses\[0\]\.capabilities has unknown capability "sessions\.delete"/],
     ['skills not a list', { agents: { a: { skills: 'all' } } }, /agents\.a\.skills must be a list of strings/],
+    ['tcp_insecure not a boolean', { tcp_insecure: 'yes' }, /tcp_insecure must be true or false/],
+    ['auth_timeout_ms zero', { auth_timeout_ms: 0 }, /auth_timeout_ms must be an integer >= 1/],
+    ['max_connections zero', { max_connections: 0 }, /max_connections must be an integer >= 1/],
     ['mcp env not strings', { agents: { a: { mcps: { gh: { env: { TOKEN: 1 } } } } } }, /agents\.a\.mcps\.gh\.env must be a map of strings/],
   ];
   for (const [name, raw, message] of bad) {
@@ -62,5 +65,9 @@ describe('config validation', () => {
     expect(c.tcp).toEqual({ host: '127.0.0.1', port: 7000 });
     expect(Object.isFrozen(c.agents)).toBe(true);
     expect(resolveConfig({ home, tcp: 'off' }, {}).tcp).toBeNull();
+    expect(plain).toMatchObject({ tcpInsecure: false, authTimeoutMs: 5_000, maxConnections: 4_096 });
+    writeFileSync(join(home, 'agentd.json'), JSON.stringify({ tcp_insecure: true, auth_timeout_ms: 250, max_connections: 10 }));
+    expect(resolveConfig({ home }, {})).toMatchObject({ tcpInsecure: true, authTimeoutMs: 250, maxConnections: 10 });
+    expect(resolveConfig({ home: mkdtempSync(join(tmpdir(), 'agentd-cfg-')), tcpInsecure: true }, {}).tcpInsecure).toBe(true);
   });
 });

@@ -34,7 +34,7 @@ const CLOSE_LINGER_MS = 2_000;
  * most; a larger header is refused before any of its body is read.
  */
 export const PRE_AUTH_MAX_BODY_BYTES = 1024;
-const AUTH_REQUIRED = 'authentication required: the first request must be {"auth": {"token": "..."}} of at most 1024 bytes';
+const AUTH_REQUIRED = `authentication required: the first request must be {"auth": {"token": "..."}} of at most ${PRE_AUTH_MAX_BODY_BYTES} bytes`;
 
 /** Compares a presented token with the configured one in time that does not depend on where they differ. */
 function sameSecret(presented: string, expected: string): boolean {

@@ -58,7 +58,7 @@ export async function startAgentd(
   writeFileSync(join(home, 'agentd.json'), JSON.stringify({ agents, ...extra }));
   seed?.(home);
   // The built daemon, as production runs it (`npm run bench` builds first).
-  const proc = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0'], {
+  const proc = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0', '--tcp-insecure'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const m = await waitForLine(proc, /tcp 127\.0\.0\.1:(\d+)/, 'agentd');

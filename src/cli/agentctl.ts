@@ -2,6 +2,7 @@
  * `agentctl`: talk to a running agentd.
  *
  *   agentctl [--socket PATH | --tcp HOST:PORT] [--token T] [--home DIR] COMMAND ...
+ *     (over TCP without --token or AGENTD_TOKEN, the token is read from HOME/token)
  *     ping                         round trip, prints the time
  *     stats                        daemon statistics (JSON)
  *     stream AGENT TEXT [--sender S] [--guest G] [--ephemeral]   prints tokens as they arrive
@@ -65,16 +66,17 @@ async function main(): Promise<void> {
   }
 
   const opts: ConnectOptions = {};
+  const home = values.home ?? process.env.AGENTD_HOME ?? join(homedir(), '.agentd');
   if (values.tcp !== undefined) {
     const m = /^(.*):(\d+)$/.exec(values.tcp);
     if (m === null) die(`--tcp must be HOST:PORT, got "${values.tcp}"`, 2);
     opts.host = m[1]!.replace(/^\[|\]$/g, '');
     opts.port = Number(m[2]);
+    opts.home = home; // the daemon's token file, used when no token is given
   } else {
-    const home = values.home ?? process.env.AGENTD_HOME ?? join(homedir(), '.agentd');
     opts.path = values.socket ?? join(home, 'run', 'agentd.sock');
   }
-  const token = values.token ?? process.env.AGENTD_TOKEN;
+  const token = values.token || process.env.AGENTD_TOKEN || undefined; // empty means unset, as for agentd
   if (token !== undefined && values.tcp !== undefined) opts.token = token;
 
   const need = (n: number, what: string): void => {

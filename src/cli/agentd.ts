@@ -1,14 +1,14 @@
 /**
  * `agentd`: starts the daemon.
  *
- *   agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--config FILE] [--log-level LEVEL]
+ *   agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--config FILE] [--log-level LEVEL]
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, resolveConfig, type StartFlags } from '../main/config-load.ts';
 import { startDaemon } from '../main/daemon.ts';
 import { VERSION } from '../shared/version.ts';
 
-const USAGE = `usage: agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--config FILE] [--log-level LEVEL]`;
+const USAGE = `usage: agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--config FILE] [--log-level LEVEL]`;
 
 function fail(message: string): never {
   process.stderr.write(`agentd: ${message}\n`);
@@ -23,6 +23,7 @@ async function main(): Promise<void> {
         home: { type: 'string' },
         workers: { type: 'string' },
         tcp: { type: 'string' },
+        'tcp-insecure': { type: 'boolean' },
         config: { type: 'string' },
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
   const flags: StartFlags = {};
   if (values.home !== undefined) flags.home = values.home;
   if (values.tcp !== undefined) flags.tcp = values.tcp;
+  if (values['tcp-insecure']) flags.tcpInsecure = true;
   if (values.config !== undefined) flags.config = values.config;
   if (values['log-level'] !== undefined) flags.logLevel = values['log-level'];
   if (values.workers !== undefined) {

@@ -17,6 +17,7 @@ import { isPlainMap } from '../shared/args.ts';
 import type { EndEvent, OnBusy, ToolChoice, Usage } from '../shared/protocol.ts';
 import { ConnectionClosedError } from './errors.ts';
 import { QueuedIterator } from './queued-iterator.ts';
+import { readLocalToken } from './token-file.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
@@ -28,6 +29,11 @@ export interface ConnectOptions {
   port?: number;
   /** Sent as `auth` first on TCP. */
   token?: string;
+  /**
+   * A local daemon's $AGENTD_HOME: on TCP without `token`, the token is read
+   * from HOME/token (the file the daemon creates when no token is configured).
+   */
+  home?: string;
   /** Default 5000. */
   connectTimeoutMs?: number;
   /** Largest reply body accepted, in bytes; default 256 MiB. */
@@ -149,9 +155,10 @@ export class AgentdClient {
     });
     socket.setNoDelay(true);
     const client = new AgentdClient(socket, opts);
-    if (opts.token !== undefined) {
+    const token = opts.token ?? (opts.path === undefined && opts.home !== undefined ? readLocalToken(opts.home) : undefined);
+    if (token !== undefined) {
       try {
-        await client.request('auth', { token: opts.token });
+        await client.request('auth', { token });
       } catch (err) {
         client.close();
         throw err;

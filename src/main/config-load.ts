@@ -27,6 +27,8 @@ export interface StartFlags {
   tcp?: string;
   config?: string;
   logLevel?: string;
+  /** `--tcp-insecure`: TCP without a token (loopback addresses only). */
+  tcpInsecure?: boolean;
 }
 
 export { ConfigError, DEFAULT_AGENT_NAME };
@@ -71,6 +73,9 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     socketPath: join(home, 'run', 'agentd.sock'),
     tcp,
     token,
+    tcpInsecure: flags.tcpInsecure === true || file.tcp_insecure === true,
+    authTimeoutMs: file.auth_timeout_ms ?? DEFAULTS.authTimeoutMs,
+    maxConnections: file.max_connections ?? DEFAULTS.maxConnections,
     workers,
     maxBodyBytes: file.max_body_bytes ?? DEFAULTS.maxBodyBytes,
     maxElements: file.max_elements ?? DEFAULTS.maxElements,

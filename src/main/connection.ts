@@ -24,11 +24,19 @@ export interface ConnectionLimits {
   hardLimitBytes: number;
   /** A token the first request must present (`auth`), or null. */
   token: string | null;
+  /** An unauthenticated connection is closed after this long. */
+  authTimeoutMs: number;
 }
 
 type State = 'open' | 'closing' | 'closed';
 
 const CLOSE_LINGER_MS = 2_000;
+/**
+ * Before authentication a connection may send one frame, `auth`, this big at
+ * most; a larger header is refused before any of its body is read.
+ */
+export const PRE_AUTH_MAX_BODY_BYTES = 1024;
+const AUTH_REQUIRED = `authentication required: the first request must be {"auth": {"token": "..."}} of at most ${PRE_AUTH_MAX_BODY_BYTES} bytes`;
 
 /** Compares a presented token with the configured one in time that does not depend on where they differ. */
 function sameSecret(presented: string, expected: string): boolean {
@@ -48,6 +56,7 @@ export class Connection implements FrameSink {
   #authed: boolean;
   #paused = false;
   #cancelTurnsOnClose = true;
+  #authTimer: NodeJS.Timeout | null = null;
   /** Replies collected while one read is handled; null outside a read. */
   #batch: Buffer[] | null = null;
 
@@ -58,7 +67,8 @@ export class Connection implements FrameSink {
     this.#host = host;
     this.#limits = limits;
     this.#authed = transport !== 'tcp' || limits.token === null;
-    this.#decoder = new FrameDecoder(this, limits.maxBodyBytes);
+    this.#decoder = new FrameDecoder(this, this.#authed ? limits.maxBodyBytes : PRE_AUTH_MAX_BODY_BYTES);
+    if (!this.#authed) this.#authTimer = setTimeout(this.#onAuthTimeout, limits.authTimeoutMs).unref();
     socket.on('data', this.#onData);
     socket.on('drain', this.#onDrain);
     // 'error' only records: 'close' always follows and does the cleanup.
@@ -91,6 +101,7 @@ export class Connection implements FrameSink {
 
   onFrame(id: number, _flags: number, body: Uint8Array): void {
     if (this.#state !== 'open') return;
+    if (!this.#authed) return this.#authenticate(id, body);
     let value: unknown;
     try {
       if (body.length === 0) throw new Error('empty body');
@@ -102,11 +113,11 @@ export class Connection implements FrameSink {
     if (!isPlainMap(value)) {
       return this.reply(id, { error: { code: Code.BadRequest, message: 'body must be a map with exactly one operation' } });
     }
-    if (!this.#authed) return this.#authenticate(id, value);
     this.#host.dispatch(this, id, value);
   }
 
   onOversize(id: number, length: number): void {
+    if (!this.#authed) return this.#refuseAuth(id, AUTH_REQUIRED);
     this.reply(id, {
       error: { code: Code.TooLarge, message: `frame body of ${length} bytes exceeds the limit of ${this.#limits.maxBodyBytes} bytes` },
     });
@@ -115,15 +126,38 @@ export class Connection implements FrameSink {
     this.#closeGracefully();
   }
 
-  #authenticate(id: number, body: Record<string, unknown>): void {
-    const auth = body.auth;
-    const keys = Object.keys(body);
-    if (keys.length === 1 && isPlainMap(auth) && typeof auth.token === 'string' && sameSecret(auth.token, this.#limits.token!)) {
-      this.#authed = true;
-      return this.reply(id, PONG);
+  /** The first frame of an unauthenticated connection: `auth` with the right token, or 401 and close. */
+  #authenticate(id: number, body: Uint8Array): void {
+    let value: unknown;
+    try {
+      assertPortableMsgpack(body);
+      value = decodeBody(body);
+    } catch {
+      return this.#refuseAuth(id, AUTH_REQUIRED);
     }
-    this.reply(id, { error: { code: Code.Unauthorized, message: 'authentication required: send {"auth": {"token": ...}} first' } });
+    const auth = isPlainMap(value) && Object.keys(value).length === 1 ? value.auth : undefined;
+    if (!isPlainMap(auth) || typeof auth.token !== 'string') return this.#refuseAuth(id, AUTH_REQUIRED);
+    if (!sameSecret(auth.token, this.#limits.token!)) return this.#refuseAuth(id, 'wrong token');
+    this.#authed = true;
+    this.#clearAuthTimer();
+    this.#decoder.setMaxBody(this.#limits.maxBodyBytes);
+    this.reply(id, PONG);
+  }
+
+  #refuseAuth(id: number, message: string): void {
+    this.reply(id, { error: { code: Code.Unauthorized, message } });
     this.#closeGracefully();
+  }
+
+  readonly #onAuthTimeout = (): void => {
+    this.#authTimer = null;
+    if (this.#authed || this.#state !== 'open') return;
+    this.#refuseAuth(0, `not authenticated within ${this.#limits.authTimeoutMs} ms`);
+  };
+
+  #clearAuthTimer(): void {
+    if (this.#authTimer !== null) clearTimeout(this.#authTimer);
+    this.#authTimer = null;
   }
 
   /** Writes a reply that main encodes itself (always the request's LAST frame). */
@@ -192,6 +226,7 @@ export class Connection implements FrameSink {
   readonly #onClose = (): void => {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
+    this.#clearAuthTimer();
     this.#decoder.stop();
     this.#host.closed(this, this.#cancelTurnsOnClose);
   };

@@ -8,7 +8,7 @@
  * port files. `close()` is idempotent: a second caller awaits the first.
  */
 import type { Server, Socket } from 'node:net';
-import { mkdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResolvedConfig } from '../shared/config.ts';
@@ -20,9 +20,12 @@ import { AgentService } from './agent-service.ts';
 import { HarnessHost } from './harness-host.ts';
 import { SkillCatalogue } from './skills.ts';
 import { DEFAULT_AGENT_NAME } from './config-load.ts';
-import { Connection, type ConnectionHost } from './connection.ts';
+import { Connection, type ConnectionHost, type ConnectionLimits } from './connection.ts';
 import { createDispatch, type Dispatch } from './dispatch.ts';
 import { closeServer, listenTcp, listenUnix } from './listeners.ts';
+import { preparePrivateHome, tightenDatabaseFiles } from './private-files.ts';
+import { resolveTcpToken } from './token.ts';
+import { ConnectionLimiter } from './connection-limit.ts';
 import { ShardPool, type ShardOutputs } from './shard-pool.ts';
 import { EventBus, type SubscriptionInfo } from './event-bus.ts';
 import { ObserverHub } from './observers.ts';
@@ -56,6 +59,10 @@ interface DaemonParts {
   storage: StoragePool | null;
   observers: ObserverHub;
   dispatch: Dispatch;
+  /** What each connection is held to; `token` is the TCP token in force (configured or from the token file). */
+  connectionLimits: ConnectionLimits;
+  /** Caps open connections per listener. */
+  limiter: ConnectionLimiter;
 }
 
 export class Daemon implements ConnectionHost {
@@ -93,12 +100,12 @@ export class Daemon implements ConnectionHost {
 
   async #listen(): Promise<void> {
     const { config } = this;
-    const onSocket = (socket: Socket, transport: 'unix' | 'tcp'): void => this.#accept(socket, transport);
+    const onSocket = this.#parts.limiter.admit((socket: Socket, transport: 'unix' | 'tcp'): void => this.#accept(socket, transport));
     try {
       this.#servers.push(await listenUnix(config.socketPath, onSocket));
       this.#ownedFiles.push(config.socketPath);
       if (config.tcp !== null) {
-        const server = await listenTcp(config.tcp, config.token, this.portFile, onSocket);
+        const server = await listenTcp(config.tcp, this.#parts.connectionLimits.token, this.portFile, onSocket);
         this.#servers.push(server);
         this.#ownedFiles.push(this.portFile);
         const addr = server.address();
@@ -117,7 +124,7 @@ export class Daemon implements ConnectionHost {
       return;
     }
     const id = this.#nextConnId++;
-    this.#parts.connections.set(id, new Connection(id, socket, transport, this, this.config));
+    this.#parts.connections.set(id, new Connection(id, socket, transport, this, this.#parts.connectionLimits));
   }
 
   dispatch(conn: Connection, req: number, body: Record<string, unknown>): void {
@@ -167,8 +174,11 @@ export class Daemon implements ConnectionHost {
  */
 async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const log = createLogger(config.logLevel, { thread: 'main' });
-  mkdirSync(config.home, { recursive: true, mode: 0o700 });
+  preparePrivateHome(config.home, log);
+  const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log) };
+  const limiter = new ConnectionLimiter(config.maxConnections);
   const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
+  if (dbPath !== null) tightenDatabaseFiles(dbPath, log);
   const startup = readStartupState(dbPath, config, log);
   const agents = new AgentRegistry(startup.agents, DEFAULT_AGENT_NAME);
   const writeLock = createWriteLockBuffer();
@@ -198,6 +208,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     defaultSender: config.defaultSender,
     startedAt: Date.now(),
     connections: () => connections.size,
+    transportStats: () => limiter.stats(),
     closing: () => lifecycle.closing,
   });
   const harness = new HarnessHost(dispatch, agents);
@@ -217,7 +228,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     },
   };
   await pool.start(outputs);
-  return { config, log, lifecycle, connections, pool, storage, observers, dispatch };
+  return { config, log, lifecycle, connections, pool, storage, observers, dispatch, connectionLimits, limiter };
 }
 
 function startStorage(config: ResolvedConfig, dbPath: string, writeLock: SharedArrayBuffer, log: Logger): StoragePool {

@@ -62,7 +62,9 @@ export async function listenUnix(path: string, onSocket: OnSocket): Promise<Serv
 
 export async function listenTcp(addr: TcpAddress, token: string | null, portFile: string, onSocket: OnSocket): Promise<Server> {
   if (!isLoopback(addr.host) && token === null) {
-    throw new Error(`refusing to listen on ${addr.host}:${addr.port} without a token: set "token" in the config or AGENTD_TOKEN`);
+    throw new Error(
+      `refusing to listen on ${addr.host}:${addr.port} without a token: --tcp-insecure (tcp_insecure) is for loopback addresses only; drop it, or set "token" in the config or AGENTD_TOKEN`,
+    );
   }
   const server = createServer({ noDelay: true }, (s) => {
     s.setNoDelay(true);
@@ -78,6 +80,7 @@ export async function listenTcp(addr: TcpAddress, token: string | null, portFile
   const bound = server.address();
   const port = typeof bound === 'object' && bound !== null ? bound.port : addr.port;
   writeFileSync(portFile, `${port}\n`, { mode: 0o600 });
+  chmodSync(portFile, 0o600); // a port file left by an older daemon keeps its mode through a rewrite
   return server;
 }
 

@@ -55,7 +55,7 @@ export interface FrameSink {
  */
 export class FrameDecoder {
   readonly #sink: FrameSink;
-  readonly #maxBody: number;
+  #maxBody: number;
   #pending: Buffer[] = [];
   #pendingBytes = 0;
   /** Bytes needed to finish the pending frame, or 0 while its header is incomplete. */
@@ -69,6 +69,15 @@ export class FrameDecoder {
 
   get stopped(): boolean {
     return this.#stopped;
+  }
+
+  /**
+   * Changes the largest body accepted from the next header on (a connection
+   * lowers it before authentication, raises it after). A frame whose header
+   * was already read keeps the limit it was checked against.
+   */
+  setMaxBody(bytes: number): void {
+    this.#maxBody = bytes;
   }
 
   /** Stops decoding; later chunks are ignored. */

@@ -100,6 +100,12 @@ export interface ResolvedConfig {
   tcp: TcpAddress | null;
   /** Required as the first request on TCP connections when set (PROTOCOL §6). */
   token: string | null;
+  /** TCP without a token (loopback only); otherwise a token is created in $AGENTD_HOME/token when none is set. */
+  tcpInsecure: boolean;
+  /** A connection that has not authenticated by then is closed. */
+  authTimeoutMs: number;
+  /** Open connections per listener (Unix socket, TCP) before new ones get 429. */
+  maxConnections: number;
   workers: number;
   maxBodyBytes: number;
   /** Array and map entries one request body may announce in total (bounded decoding). */
@@ -133,6 +139,8 @@ export const DEFAULTS = {
   persist: true,
   memoryConversations: 10_000,
   storageThreads: 2,
+  authTimeoutMs: 5_000,
+  maxConnections: 4_096,
 } as const;
 
 /** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
@@ -169,6 +177,9 @@ export interface FileSettings {
   workers?: number;
   tcp?: TcpAddress | null;
   token?: string;
+  tcp_insecure?: boolean;
+  auth_timeout_ms?: number;
+  max_connections?: number;
   max_body_bytes?: number;
   max_elements?: number;
   high_water_bytes?: number;
@@ -184,7 +195,7 @@ export interface FileSettings {
 }
 
 const FILE_KEYS = [
-  'workers', 'tcp', 'token', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
+  'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
@@ -349,6 +360,9 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   if (raw.workers !== undefined) out.workers = positiveInt(raw.workers, source, 'workers');
   if (raw.tcp !== undefined) out.tcp = parseTcp(string(raw.tcp, source, 'tcp'), source, 'tcp');
   if (raw.token !== undefined) out.token = string(raw.token, source, 'token', false);
+  if (raw.tcp_insecure !== undefined) out.tcp_insecure = bool(raw.tcp_insecure, source, 'tcp_insecure');
+  if (raw.auth_timeout_ms !== undefined) out.auth_timeout_ms = positiveInt(raw.auth_timeout_ms, source, 'auth_timeout_ms');
+  if (raw.max_connections !== undefined) out.max_connections = positiveInt(raw.max_connections, source, 'max_connections');
   if (raw.max_body_bytes !== undefined) out.max_body_bytes = positiveInt(raw.max_body_bytes, source, 'max_body_bytes');
   if (raw.max_elements !== undefined) out.max_elements = positiveInt(raw.max_elements, source, 'max_elements');
   if (raw.high_water_bytes !== undefined) out.high_water_bytes = positiveInt(raw.high_water_bytes, source, 'high_water_bytes');

@@ -66,11 +66,11 @@ describe('tcp', () => {
     expect(d.stderr()).not.toContain('s3cret');
   });
 
-  it('refuses to bind a non-loopback address without a token', async () => {
+  it('refuses to bind a non-loopback address without a token, even with --tcp-insecure', async () => {
     const home = makeHome();
-    const r = await runAgentd(['--home', home, '--tcp', '0.0.0.0:0']);
+    const r = await runAgentd(['--home', home, '--tcp', '0.0.0.0:0', '--tcp-insecure']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/refusing to listen on 0\.0\.0\.0:0 without a token/);
+    expect(r.stderr).toMatch(/refusing to listen on 0\.0\.0\.0:0 without a token: --tcp-insecure \(tcp_insecure\) is for loopback addresses only/);
     expect(existsSync(join(home, 'run', 'agentd.sock'))).toBe(false);
   });
 });

@@ -74,7 +74,10 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.on('exit', (code, signal) => r({ code, signal })));
 
   await new Promise<void>((resolveReady, reject) => {
-    const deadline = setTimeout(() => reject(new Error(`agentd did not become ready in 20 s\n${stderr}`)), 20_000);
+    const deadline = setTimeout(() => {
+      proc.kill('SIGKILL'); // a daemon that missed its start must not outlive the test (leaked ones load the machine)
+      reject(new Error(`agentd did not become ready in 20 s\n${stderr}`));
+    }, 20_000);
     proc.stdout!.on('data', (d: Buffer) => {
       stdout += d.toString();
       if (stdout.includes(' ready: ')) {
@@ -102,7 +105,8 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
     proc,
     stderr: () => stderr,
     client: (o = {}) => AgentdClient.connect({ path: socketPath, ...o }),
-    tcpClient: (o = {}) => AgentdClient.connect({ host: '127.0.0.1', port: port!, ...o }),
+    // `home` lets the client read the token file the daemon made; an explicit `token` wins.
+    tcpClient: (o = {}) => AgentdClient.connect({ host: '127.0.0.1', port: port!, home, ...o }),
     exited,
     async stop(signal = 'SIGTERM') {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);

@@ -66,6 +66,30 @@ describe('FrameDecoder', () => {
     expect(run(header, 'bytes')).toEqual([['oversize', 11, 4096]]);
   });
 
+  it('setMaxBody raises the limit from the next header on, even within one chunk (the pre-auth limit)', () => {
+    const events: Event[] = [];
+    const d: FrameDecoder = new FrameDecoder(
+      {
+        onFrame: (id, flags, body) => {
+          events.push(['frame', id, flags, Buffer.from(body).toString('hex')]);
+          if (id === 1) d.setMaxBody(4096); // as a connection does once `auth` succeeds
+        },
+        onOversize: (id, len) => events.push(['oversize', id, len]),
+      },
+      16,
+    );
+    d.push(Buffer.concat([f(1, ping), f(2, Buffer.alloc(2000)), f(3, Buffer.alloc(5000))]));
+    expect(events.map((e) => e.slice(0, 2))).toEqual([['frame', 1], ['frame', 2], ['oversize', 3]]);
+  });
+
+  it('a lowered limit refuses a header before any of its body arrives', () => {
+    const events: Event[] = [];
+    const d = new FrameDecoder({ onFrame: () => {}, onOversize: (id, len) => events.push(['oversize', id, len]) }, 16 * 1024 * 1024);
+    d.setMaxBody(1024);
+    d.push(f(9, Buffer.alloc(16 * 1024 * 1024)).subarray(0, HEADER_BYTES));
+    expect(events).toEqual([['oversize', 9, 16 * 1024 * 1024]]);
+  });
+
   it('ignores input after stop()', () => {
     const events: number[] = [];
     const d = new FrameDecoder({ onFrame: (id) => events.push(id), onOversize: () => {} });

@@ -29,6 +29,9 @@ describe('config validation', () => {
     ['tool_timeout_ms zero', { agents: { a: { tool_timeout_ms: 0 } } }, /agents\.a\.tool_timeout_ms must be an integer >= 1/],
     ['tool_timeout_ms over an hour', { agents: { a: { tool_timeout_ms: 3_600_001 } } }, /agents\.a\.tool_timeout_ms must be at most 3600000/],
     ['skills not a list', { agents: { a: { skills: 'all' } } }, /agents\.a\.skills must be a list of strings/],
+    ['tcp_insecure not a boolean', { tcp_insecure: 'yes' }, /tcp_insecure must be true or false/],
+    ['auth_timeout_ms zero', { auth_timeout_ms: 0 }, /auth_timeout_ms must be an integer >= 1/],
+    ['max_connections zero', { max_connections: 0 }, /max_connections must be an integer >= 1/],
     ['mcp env not strings', { agents: { a: { mcps: { gh: { env: { TOKEN: 1 } } } } } }, /agents\.a\.mcps\.gh\.env must be a map of strings/],
     ['an unknown session_search scope', { agents: { a: { session_search: 'all' } } }, /agents\.a\.session_search must be "sender" or "agent"/],
   ];
@@ -69,5 +72,9 @@ describe('config validation', () => {
     expect(c.tcp).toEqual({ host: '127.0.0.1', port: 7000 });
     expect(Object.isFrozen(c.agents)).toBe(true);
     expect(resolveConfig({ home, tcp: 'off' }, {}).tcp).toBeNull();
+    expect(plain).toMatchObject({ tcpInsecure: false, authTimeoutMs: 5_000, maxConnections: 4_096 });
+    writeFileSync(join(home, 'agentd.json'), JSON.stringify({ tcp_insecure: true, auth_timeout_ms: 250, max_connections: 10 }));
+    expect(resolveConfig({ home }, {})).toMatchObject({ tcpInsecure: true, authTimeoutMs: 250, maxConnections: 10 });
+    expect(resolveConfig({ home: mkdtempSync(join(tmpdir(), 'agentd-cfg-')), tcpInsecure: true }, {}).tcpInsecure).toBe(true);
   });
 });

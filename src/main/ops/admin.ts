@@ -15,6 +15,7 @@ async function stats(ctx: DispatchContext): Promise<unknown> {
       workers: ctx.pool.count,
       subscriptions: ctx.bus.size,
       connections: ctx.connections(),
+      ...ctx.transportStats(),
     },
   };
 }

@@ -35,6 +35,8 @@ export interface DispatchContext {
   defaultSender: string;
   startedAt: number;
   connections(): number;
+  /** Connections per listener, refusals and the connection cap, for get_stats. */
+  transportStats(): Record<string, unknown>;
   /** True once shutdown began: new work gets 503. */
   closing(): boolean;
 }

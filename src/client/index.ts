@@ -1,2 +1,3 @@
 export * from './client.ts';
+export { defaultHome, resolveConnectOptions } from './connect-options.ts';
 export { QueuedIterator } from './queued-iterator.ts';

@@ -117,4 +117,13 @@ describe('the installed package', () => {
     const help = await run(bin, ['--help'], { cwd: proj });
     expect(help.stdout).toContain('agentctl: talk to a running agentd');
   });
+
+  it('npm install -g . puts agentd and agentctl on the PATH (into a temporary prefix)', async () => {
+    const prefix = join(dir, 'global');
+    await run('npm', ['install', '-g', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, ROOT]);
+    const { stdout } = await run(join(prefix, 'bin', 'agentctl'), ['ping'], { env: { ...process.env, AGENTD_HOME: d.home } });
+    expect(stdout).toMatch(/^pong in \d+(\.\d)? (µs|ms)\n$/);
+    const version = await run(join(prefix, 'bin', 'agentd'), ['--version']);
+    expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+  });
 });

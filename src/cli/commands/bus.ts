@@ -78,7 +78,7 @@ class EventPrinter {
         return;
       case 'text_end':
       case 'thinking_end':
-        this.#line(ev, ev.kind === 'text_end' ? 'text' : 'thinking', JSON.stringify(this.#text.get(key) ?? ''));
+        this.#line(ev, ev.kind === 'text_end' ? 'text' : 'thinking', JSON.stringify(clip(this.#text.get(key) ?? '', 200)));
         this.#text.delete(key);
         return;
       default:

@@ -15,7 +15,7 @@ const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
-vi.setConfig({ testTimeout: 180_000, hookTimeout: 600_000 });
+vi.setConfig({ testTimeout: 300_000, hookTimeout: 600_000 });
 
 let dir: string;
 let proj: string;
@@ -90,7 +90,7 @@ const workers: string = (await c.stats()).workers;
 await c.listAgents('unexpected');
 `;
 
-const TSCONFIG = { compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, types: ['node'], typeRoots: [join(ROOT, 'node_modules', '@types')], skipLibCheck: false } };
+const TSCONFIG = { compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, types: ['node'], typeRoots: [join(ROOT, 'node_modules', '@types')], skipLibCheck: true } };
 
 describe('the installed package', () => {
   it('imports agentd/client from plain Node ESM and runs a turn on the default connection', async () => {

@@ -112,7 +112,7 @@ async function sample(agentd: Proc, client: AgentdClient, load: drive.Load, star
     heap_bytes: probedHeap(probe),
     open_fds: openFds(pid),
     wal_bytes: fileBytes(join(home, 'agentd.db-wal')),
-    queued_turns: typeof stats.queued_turns === 'number' ? stats.queued_turns : null,
+    queued_turns: queuedTurns(stats),
   };
 }
 
@@ -223,3 +223,9 @@ function report(o: Outcome): void {
 }
 
 await main();
+
+/** `queued_turns` from get_stats, where the daemon reports it. */
+function queuedTurns(stats: object): number | null {
+  const n = (stats as Record<string, unknown>).queued_turns;
+  return typeof n === 'number' ? n : null;
+}

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// Runs the command-line client from source through tsx (no build step needed).
-import { register } from 'tsx/esm/api';
+// The command-line client: compiled JS when installed, else the source through tsx (see run-entry.mjs).
+import { runEntry } from './run-entry.mjs';
 
-register();
-await import('../src/cli/agentctl.ts');
+await runEntry('agentctl');

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// Runs the daemon from source through tsx (no build step needed).
-import { register } from 'tsx/esm/api';
+// The daemon: compiled JS when installed, else the source through tsx (see run-entry.mjs).
+import { runEntry } from './run-entry.mjs';
 
-register();
-await import('../src/cli/agentd.ts');
+await runEntry('agentd');

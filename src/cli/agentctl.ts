@@ -1,166 +1,108 @@
 /**
- * `agentctl`: talk to a running agentd.
- *
- *   agentctl [--socket PATH | --tcp HOST:PORT] [--token T] [--home DIR] COMMAND ...
- *     (over TCP without --token or AGENTD_TOKEN, the token is read from HOME/token)
- *     ping                         round trip, prints the time
- *     stats                        daemon statistics (JSON)
- *     stream AGENT TEXT [--sender S] [--guest G] [--ephemeral]   prints tokens as they arrive
- *     send AGENT TEXT [--sender S] prints the reply
- *     kill AGENT [--sender S]      cancels the pair's running and queued turns
- *     events [--agent A]           tails the agent event stream
- *     publish SOURCE PAYLOAD       publishes an event on the bus
- *     subscribe SOURCE AGENT [--once]   fires AGENT's turns on SOURCE
- *     unsubscribe ID
- *     subscriptions                lists the bus's subscriptions
+ * `agentctl`: talk to a running agentd. `agentctl --help` lists the commands;
+ * each lives in src/cli/commands/. Exit codes: 0 ok, 1 the daemon answered
+ * with an error, 2 usage error, 3 cannot connect.
  */
-import { homedir } from 'node:os';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { AgentdClient, AgentdError, type ConnectOptions } from '../client/index.ts';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { AgentdClient, AgentdError, ConnectionClosedError } from '../client/index.ts';
+import { COMMAND_OPTIONS, type Command, Exit, type Flags, UsageError } from './command.ts';
+import { findCommand } from './commands/index.ts';
+import { CONNECT_FLAGS, connectOptionsFromFlags, type ConnectFlagValues } from './connect-flags.ts';
+import { commandHelp, overview } from './help.ts';
+import { Output } from './output.ts';
 
-const USAGE = `usage: agentctl [--socket PATH | --tcp HOST:PORT] [--token T] [--home DIR] COMMAND
-commands:
-  ping
-  stats
-  stream AGENT TEXT [--sender S] [--guest G] [--ephemeral]
-  send AGENT TEXT [--sender S]
-  kill AGENT [--sender S]
-  events [--agent A]
-  publish SOURCE PAYLOAD
-  subscribe SOURCE AGENT [--once]
-  unsubscribe ID
-  subscriptions`;
+const OPTIONS = {
+  ...CONNECT_FLAGS,
+  ...Object.fromEntries(Object.entries(COMMAND_OPTIONS).map(([k, v]) => [k, { type: v.type }])),
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
 
-function die(message: string, code = 1): never {
-  process.stderr.write(`agentctl: ${message}\n`);
-  process.exit(code);
+interface Invocation {
+  command: Command;
+  args: string[];
+  flags: Flags & ConnectFlagValues & { json?: boolean; help?: boolean };
 }
 
-async function main(): Promise<void> {
+function fail(message: string, code: number): number {
+  process.stderr.write(`agentctl: ${message}\n`);
+  return code;
+}
+
+/** Parses the command line; null when help was printed instead. */
+function parse(argv: string[], out: Output): Invocation | null {
   let parsed;
   try {
-    parsed = parseArgs({
-      allowPositionals: true,
-      options: {
-        socket: { type: 'string' },
-        tcp: { type: 'string' },
-        token: { type: 'string' },
-        home: { type: 'string' },
-        sender: { type: 'string' },
-        guest: { type: 'string' },
-        ephemeral: { type: 'boolean' },
-        agent: { type: 'string' },
-        once: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (err) {
-    die(`${(err as Error).message}\n${USAGE}`, 2);
+    throw new UsageError((err as Error).message);
   }
   const { values, positionals } = parsed;
-  const [command, ...rest] = positionals;
-  if (values.help || command === undefined) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(command === undefined && !values.help ? 2 : 0);
-  }
-
-  const opts: ConnectOptions = {};
-  const home = values.home ?? process.env.AGENTD_HOME ?? join(homedir(), '.agentd');
-  if (values.tcp !== undefined) {
-    const m = /^(.*):(\d+)$/.exec(values.tcp);
-    if (m === null) die(`--tcp must be HOST:PORT, got "${values.tcp}"`, 2);
-    opts.host = m[1]!.replace(/^\[|\]$/g, '');
-    opts.port = Number(m[2]);
-    opts.home = home; // the daemon's token file, used when no token is given
-  } else {
-    opts.path = values.socket ?? join(home, 'run', 'agentd.sock');
-  }
-  const token = values.token || process.env.AGENTD_TOKEN || undefined; // empty means unset, as for agentd
-  if (token !== undefined && values.tcp !== undefined) opts.token = token;
-
-  const need = (n: number, what: string): void => {
-    if (rest.length < n) die(`${command} needs ${what}\n${USAGE}`, 2);
-  };
-  const sender = values.sender !== undefined ? { sender: values.sender } : {};
-
-  const client = await AgentdClient.connect(opts);
-  try {
-    switch (command) {
-      case 'ping': {
-        const t0 = process.hrtime.bigint();
-        await client.ping();
-        const us = Number(process.hrtime.bigint() - t0) / 1000;
-        process.stdout.write(`pong in ${us.toFixed(0)} µs\n`);
-        break;
-      }
-      case 'stats':
-        process.stdout.write(`${JSON.stringify(await client.stats(), null, 2)}\n`);
-        break;
-      case 'stream': {
-        need(2, 'AGENT and TEXT');
-        const turnOpts = { ...sender, ...(values.guest ? { guest: values.guest } : {}), ...(values.ephemeral ? { ephemeral: true } : {}) };
-        for await (const ev of client.stream(rest[0]!, rest.slice(1).join(' '), turnOpts)) {
-          if (ev.type === 'chunk') process.stdout.write(ev.content);
-          else if (ev.type === 'tool_start') for (const c of ev.calls) process.stderr.write(`\n[tool ${c.name} ${c.arguments}]\n`);
-          else if (ev.type === 'tool_result') process.stderr.write(`[result${ev.is_error ? ' (error)' : ''}: ${ev.output}]\n`);
-          else if (ev.type === 'end') {
-            process.stdout.write('\n');
-            if (ev.error !== '') die(`turn ended (${ev.stop_reason}): ${ev.error}`);
-          }
-        }
-        break;
-      }
-      case 'send': {
-        need(2, 'AGENT and TEXT');
-        const r = await client.send(rest[0]!, rest.slice(1).join(' '), sender);
-        process.stdout.write(`${r.content}\n`);
-        break;
-      }
-      case 'kill':
-        need(1, 'AGENT');
-        await client.kill(rest[0]!, values.sender);
-        break;
-      case 'events': {
-        const stop = new Promise<void>((resolve) => process.once('SIGINT', resolve));
-        const tail = (async () => {
-          for await (const ev of client.events(values.agent)) {
-            const extra = ev.tool_calls ? ` ${JSON.stringify(ev.tool_calls)}` : ev.tool_output !== undefined ? ` ${ev.tool_output}` : '';
-            process.stdout.write(`${ev.timestamp} ${ev.agent} ${ev.sender} ${ev.kind} ${JSON.stringify(ev.content)}${extra}\n`);
-          }
-        })();
-        await Promise.race([tail, stop]);
-        break;
-      }
-      case 'publish': {
-        need(2, 'SOURCE and PAYLOAD');
-        const fired = await client.publish(rest[0]!, rest.slice(1).join(' '));
-        process.stdout.write(`fired ${fired}\n`);
-        break;
-      }
-      case 'subscribe': {
-        need(2, 'SOURCE and AGENT');
-        const s = await client.subscribe(rest[0]!, rest[1]!, values.once ?? false);
-        process.stdout.write(`subscription ${s.id}: ${s.source} -> ${s.target_agent}${s.once ? ' (once)' : ''}\n`);
-        break;
-      }
-      case 'unsubscribe': {
-        need(1, 'ID');
-        await client.unsubscribe(Number(rest[0]));
-        break;
-      }
-      case 'subscriptions':
-        for (const s of await client.subscriptions()) process.stdout.write(`${s.id}\t${s.source}\t${s.target_agent}${s.once ? '\tonce' : ''}\n`);
-        break;
-      default:
-        die(`unknown command "${command}"\n${USAGE}`, 2);
+  const flags = values as Invocation['flags'];
+  if (positionals[0] === 'help') positionals.shift();
+  const found = findCommand(positionals);
+  if (found === null) {
+    if (positionals.length === 0 && flags.help === true) {
+      out.line(overview());
+      return null;
     }
+    if (positionals.length === 0) throw new UsageError(`no command given\n\n${overview()}`);
+    throw new UsageError(`unknown command "${positionals.slice(0, 2).join(' ')}" (agentctl --help lists them)`);
+  }
+  const { command, words } = found;
+  if (flags.help === true || argv[0] === 'help') {
+    out.line(commandHelp(command));
+    return null;
+  }
+  checkInvocation(command, flags, positionals.slice(words));
+  return { command, args: positionals.slice(words), flags };
+}
+
+function checkInvocation(command: Command, flags: Flags, args: string[]): void {
+  for (const name of Object.keys(flags)) {
+    if (name in COMMAND_OPTIONS && !(command.options ?? []).includes(name as keyof typeof COMMAND_OPTIONS)) {
+      throw new UsageError(`${command.name} takes no --${name} (agentctl ${command.name} --help)`);
+    }
+  }
+  const [min, max] = command.arity;
+  if (args.length < min || args.length > max) {
+    const want = command.usage === '' ? 'no arguments' : command.usage;
+    throw new UsageError(`${command.name} takes ${want}, got ${args.length === 0 ? 'none' : args.map((a) => JSON.stringify(a)).join(' ')}\nusage: agentctl ${command.name} ${command.usage}`.trimEnd());
+  }
+}
+
+/** Runs one invocation; resolves with the exit code. */
+export async function main(argv: string[], out = new Output()): Promise<number> {
+  let inv: Invocation | null;
+  let client: AgentdClient;
+  try {
+    inv = parse(argv, out);
+    if (inv === null) return Exit.Ok;
+    client = await AgentdClient.connect(connectOptionsFromFlags(inv.flags));
   } catch (err) {
-    if (err instanceof AgentdError) die(`error ${err.code}: ${err.message}`);
+    if (err instanceof UsageError) return fail(err.message, Exit.Usage);
+    if (err instanceof ConnectionClosedError) return fail(`${err.message}\n(is agentd running? start it with \`agentd\`, or pass --socket/--home/--tcp)`, Exit.CannotConnect);
+    if (err instanceof AgentdError) return fail(`error ${err.code}: ${err.message}`, Exit.DaemonError);
+    throw err;
+  }
+  try {
+    await inv.command.run({ client, args: inv.args, flags: inv.flags, json: inv.flags.json === true, out });
+    return Exit.Ok;
+  } catch (err) {
+    if (err instanceof AgentdError) return fail(`error ${err.code}: ${err.message}`, Exit.DaemonError);
+    if (err instanceof UsageError) return fail(err.message, Exit.Usage);
+    if (err instanceof ConnectionClosedError) return fail(err.message, Exit.CannotConnect);
     throw err;
   } finally {
     await client.close();
   }
 }
 
-main().catch((err: unknown) => die(err instanceof Error ? err.message : String(err)));
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.exitCode = fail(err instanceof Error ? (err.stack ?? err.message) : String(err), Exit.DaemonError);
+  },
+);

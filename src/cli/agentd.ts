@@ -7,12 +7,13 @@ import { parseArgs } from 'node:util';
 import { ConfigError, resolveConfig, type StartFlags } from '../main/config-load.ts';
 import { startDaemon } from '../main/daemon.ts';
 import { VERSION } from '../shared/version.ts';
+import { logLevelProblem } from './log-level.ts';
 
 const USAGE = `usage: agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--config FILE] [--log-level LEVEL]`;
 
-function fail(message: string): never {
+function fail(message: string, exitCode = 1): never {
   process.stderr.write(`agentd: ${message}\n`);
-  process.exit(1);
+  process.exit(exitCode);
 }
 
 async function main(): Promise<void> {
@@ -48,6 +49,8 @@ async function main(): Promise<void> {
   if (values['tcp-insecure']) flags.tcpInsecure = true;
   if (values.config !== undefined) flags.config = values.config;
   if (values['log-level'] !== undefined) flags.logLevel = values['log-level'];
+  const badLevel = logLevelProblem(values['log-level']);
+  if (badLevel !== null) fail(badLevel, 2);
   if (values.workers !== undefined) {
     const n = Number(values.workers);
     if (!Number.isSafeInteger(n) || n < 1) fail(`--workers must be an integer >= 1, got "${values.workers}"`);

@@ -1,8 +1,9 @@
 /**
  * The agentd client: one connection, any number of requests in flight.
  *
- *   const c = await AgentdClient.connect({ path: '/home/me/.agentd/run/agentd.sock' });
+ *   const c = await AgentdClient.connect(); // $AGENTD_HOME/run/agentd.sock, else ~/.agentd/run/agentd.sock
  *   for await (const ev of c.stream('assistant', 'hello')) if (ev.type === 'chunk') process.stdout.write(ev.content);
+ *   const agents = await c.listAgents(); // one typed method per operation (docs/PROTOCOL.md §4)
  *   await c.close();
  *
  * Lifecycle (after nats.js): `connect()` resolves once open (and
@@ -14,26 +15,25 @@ import { createConnection, type Socket } from 'node:net';
 import { AgentdError, isCode, Code } from '../shared/errors.ts';
 import { decodeBody, encodeBody, encodeFrame, FLAG_LAST, FrameDecoder } from '../shared/codec.ts';
 import { isPlainMap } from '../shared/args.ts';
-import type { EndEvent, OnBusy, ToolChoice, Usage } from '../shared/protocol.ts';
+import type * as W from '../shared/wire/ops.ts';
+import { REPLY_VARIANT, type ArgsOf, type OperationName, type ReplyOf } from '../shared/wire/ops.ts';
+import { resolveConnectOptions } from './connect-options.ts';
 import { ConnectionClosedError } from './errors.ts';
 import { QueuedIterator } from './queued-iterator.ts';
-import { readLocalToken } from './token-file.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
+export type * from '../shared/wire/ops.ts';
 
 export interface ConnectOptions {
-  /** Unix socket path. */
+  /** Unix socket path. With neither `path` nor `host`/`port`: `<home>/run/agentd.sock`. */
   path?: string;
+  /** The daemon's home: its socket is found there, and over TCP without `token` its token file; default `$AGENTD_HOME`, else `~/.agentd`. */
+  home?: string;
   host?: string;
   port?: number;
   /** Sent as `auth` first on TCP. */
   token?: string;
-  /**
-   * A local daemon's $AGENTD_HOME: on TCP without `token`, the token is read
-   * from HOME/token (the file the daemon creates when no token is configured).
-   */
-  home?: string;
   /** Default 5000. */
   connectTimeoutMs?: number;
   /** Largest reply body accepted, in bytes; default 256 MiB. */
@@ -44,57 +44,18 @@ export interface ConnectOptions {
 
 export type Body = Record<string, unknown>;
 
-/** A streamed turn event: the event name as `type`, plus its fields. */
-export type StreamEvent =
-  | { type: 'start'; agent: string }
-  | { type: 'text_start' | 'text_end' | 'thinking_start' | 'thinking_end'; agent: string }
-  | { type: 'chunk' | 'thinking'; content: string }
-  | { type: 'tool_start'; calls: { id: string; name: string; arguments: string }[] }
-  | { type: 'tool_result'; call_id: string; output: string; duration_ms: number; is_error: boolean }
-  | { type: 'tools_complete' }
-  | { type: 'context_usage'; usage: Usage }
-  | ({ type: 'end' } & EndEvent);
-
-export interface TurnOptions {
-  sender?: string;
-  guest?: string;
-  tool_choice?: ToolChoice;
-  on_busy?: OnBusy;
-  ephemeral?: boolean;
-  correlation_id?: number;
-}
-
-/** One event of the agent event stream (`subscribe_events`). */
-export interface AgentEvent {
-  agent: string;
-  sender: string;
-  kind: string;
-  content: string;
-  timestamp: string;
-  tool_calls?: { id: string; name: string; arguments: string }[];
-  tool_output?: string;
-  tool_is_error?: boolean;
-  ephemeral: boolean;
-  correlation_id?: number;
-}
-
-export interface SubscriptionInfo {
-  id: number;
-  source: string;
-  target_agent: string;
-  once: boolean;
-}
-
-export interface SendResponse {
-  agent: string;
-  content: string;
-  model: string;
-  usage: Usage;
-}
+/** Options of a turn (`stream`, and the subset `send` takes). */
+export type TurnOptions = Omit<W.StreamArgs, 'agent' | 'content'>;
+export type SendOptions = Omit<W.SendArgs, 'agent' | 'content'>;
+export type SearchOptions = Omit<W.SearchArgs, 'query'>;
 
 type Pending =
   | { kind: 'rr'; resolve(body: Body): void; reject(err: Error): void; stack: Error }
   | { kind: 'stream'; iter: QueuedIterator<Body>; discard: boolean };
+
+function withSender<T extends object>(args: T, sender: string | undefined): T & { sender?: string } {
+  return sender === undefined ? args : { ...args, sender };
+}
 
 function wireError(body: Body): AgentdError | null {
   const e = body.error;
@@ -136,7 +97,9 @@ export class AgentdClient {
     socket.on('close', () => this.#teardown(this.#closedWith));
   }
 
-  static async connect(opts: ConnectOptions): Promise<AgentdClient> {
+  /** Connects; with no options, to the local daemon's Unix socket (see resolveConnectOptions). */
+  static async connect(given: ConnectOptions = {}): Promise<AgentdClient> {
+    const opts = resolveConnectOptions(given);
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = opts.path !== undefined ? createConnection(opts.path) : createConnection({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 6688 });
       const timer = setTimeout(() => {
@@ -155,10 +118,9 @@ export class AgentdClient {
     });
     socket.setNoDelay(true);
     const client = new AgentdClient(socket, opts);
-    const token = opts.token ?? (opts.path === undefined && opts.home !== undefined ? readLocalToken(opts.home) : undefined);
-    if (token !== undefined) {
+    if (opts.token !== undefined) {
       try {
-        await client.request('auth', { token });
+        await client.request('auth', { token: opts.token });
       } catch (err) {
         client.close();
         throw err;
@@ -227,60 +189,157 @@ export class AgentdClient {
     return iter;
   }
 
+  /** Sends operation `op` and resolves with its reply variant's value, typed (PROTOCOL §4). */
+  async call<Op extends Exclude<OperationName, 'stream' | 'subscribe_events'>>(op: Op, args: ArgsOf<Op>): Promise<ReplyOf<Op>> {
+    const body = await this.request(op, args as Body);
+    const variant = REPLY_VARIANT[op];
+    if (!isPlainMap(body[variant])) throw new AgentdError(Code.Internal, `"${op}" expected a "${variant}" reply, got ${Object.keys(body).join(', ') || 'nothing'}`);
+    return body[variant] as ReplyOf<Op>;
+  }
+
+  // ---- turns (PROTOCOL §4.1) ----
+
   /** Streams a turn: yields its events, ending with `end`. Breaking out does not cancel the turn (use kill). */
-  async *stream(agent: string, content: string, opts: TurnOptions = {}): AsyncGenerator<StreamEvent> {
+  async *stream(agent: string, content: string, opts: TurnOptions = {}): AsyncGenerator<W.StreamEvent> {
     for await (const body of this.openStream('stream', { agent, content, ...opts })) {
       const ev = body.stream;
       if (!isPlainMap(ev)) continue;
       const type = Object.keys(ev)[0]!;
-      yield { type, ...(ev[type] as Body) } as StreamEvent;
+      yield { type, ...(ev[type] as Body) } as W.StreamEvent;
     }
   }
 
-  async send(agent: string, content: string, opts: Omit<TurnOptions, 'guest' | 'ephemeral' | 'correlation_id'> = {}): Promise<SendResponse> {
-    const body = await this.request('send', { agent, content, ...opts });
-    return body.response as SendResponse;
+  /** Runs a turn and resolves with its final text; a failed turn rejects (500), a cancelled one too (499). */
+  send(agent: string, content: string, opts: SendOptions = {}): Promise<W.SendResponse> {
+    return this.call('send', { agent, content, ...opts });
   }
+
+  /** Cancels the pair's running turn and everything queued behind it. */
+  async kill(agent: string, sender?: string): Promise<void> {
+    await this.call('kill', withSender({ agent }, sender));
+  }
+
+  /** Summarizes the pair's conversation for the model's next turns; resolves with the summary. */
+  async compact(agent: string, opts: { sender?: string; prompt?: string } = {}): Promise<string> {
+    return (await this.call('compact', { agent, ...opts })).summary;
+  }
+
+  // ---- conversations and search (§4.3) ----
+
+  history(agent: string, sender?: string): Promise<W.ConversationHistory> {
+    return this.call('get_conversation_history', withSender({ agent }, sender));
+  }
+
+  async deleteConversation(agent: string, sender?: string): Promise<void> {
+    await this.call('delete_conversation', withSender({ agent }, sender));
+  }
+
+  async listConversations(filter: W.ConversationFilter = {}): Promise<W.ConversationSummary[]> {
+    return (await this.call('list_conversations', filter)).conversations;
+  }
+
+  async listActiveConversations(filter: W.ConversationFilter = {}): Promise<W.ActiveConversation[]> {
+    return (await this.call('list_active_conversations', filter)).conversations;
+  }
+
+  async search(query: string, opts: SearchOptions = {}): Promise<W.SessionHit[]> {
+    return (await this.call('search_sessions', { query, ...opts })).hits;
+  }
+
+  // ---- the agent event stream (§4.4) ----
 
   /**
    * Watches the agent event stream (every turn in the daemon, or one agent's).
-   * Breaking out of the loop sends `close` for the subscription.
+   * The request is written at once: a `ping` on this client afterwards is a
+   * barrier after which no turn is missed. Breaking out of the loop sends `close`.
    */
-  async *events(agent?: string): AsyncGenerator<AgentEvent> {
+  events(agent?: string): AsyncGenerator<W.AgentEvent> {
     const it = this.openStream('subscribe_events', agent === undefined ? {} : { agent }, (id) => {
-      this.request('close', { request: id }).catch(() => {}); // the connection may be closing anyway
+      this.closeEvents(id).catch(() => {}); // the connection may be closing anyway
     });
-    for await (const body of it) {
-      if (isPlainMap(body.agent_event)) yield body.agent_event as unknown as AgentEvent;
-    }
+    return (async function* () {
+      for await (const body of it) {
+        if (isPlainMap(body.agent_event)) yield body.agent_event as unknown as W.AgentEvent;
+      }
+    })();
   }
 
-  async publish(source: string, payload: string): Promise<number> {
-    return ((await this.request('publish_event', { source, payload })).published as { fired: number }).fired;
+  /** Ends this connection's `subscribe_events` request `requestId` (what breaking out of events() does). */
+  async closeEvents(requestId: number): Promise<void> {
+    await this.call('close', { request: requestId });
   }
 
-  async subscribe(source: string, targetAgent: string, once = false): Promise<SubscriptionInfo> {
-    return (await this.request('subscribe_event', { source, target_agent: targetAgent, once })).subscription_info as SubscriptionInfo;
+  // ---- the event bus (§4.5) ----
+
+  async subscribe(source: string, targetAgent: string, once = false): Promise<W.SubscriptionInfo> {
+    return this.call('subscribe_event', { source, target_agent: targetAgent, once });
   }
 
   async unsubscribe(id: number): Promise<void> {
-    await this.request('unsubscribe_event', { id });
+    await this.call('unsubscribe_event', { id });
   }
 
-  async subscriptions(): Promise<SubscriptionInfo[]> {
-    return ((await this.request('list_subscriptions')).subscription_list as { subscriptions: SubscriptionInfo[] }).subscriptions;
+  async subscriptions(): Promise<W.SubscriptionInfo[]> {
+    return (await this.call('list_subscriptions', {})).subscriptions;
   }
 
-  async kill(agent: string, sender?: string): Promise<void> {
-    await this.request('kill', sender === undefined ? { agent } : { agent, sender });
+  /** Publishes an event; resolves with how many subscriptions fired. A non-string payload travels as its JSON text. */
+  async publish(source: string, payload: unknown = ''): Promise<number> {
+    return (await this.call('publish_event', { source, payload })).fired;
+  }
+
+  // ---- agents (§4.6) ----
+
+  async listAgents(): Promise<W.AgentInfo[]> {
+    return (await this.call('list_agents', {})).agents;
+  }
+
+  getAgent(name: string): Promise<W.AgentInfo> {
+    return this.call('get_agent', { name });
+  }
+
+  createAgent(name: string, config: W.AgentConfigInput = {}): Promise<W.AgentInfo> {
+    return this.call('create_agent', { name, config });
+  }
+
+  /** Applies a JSON merge patch to the agent's configuration. */
+  updateAgent(name: string, patch: W.AgentConfigPatch): Promise<W.AgentInfo> {
+    return this.call('update_agent', { name, config: patch });
+  }
+
+  async deleteAgent(name: string): Promise<void> {
+    await this.call('delete_agent', { name });
+  }
+
+  // ---- models, skills, the daemon (§4.7-4.9) ----
+
+  async listModels(): Promise<W.ModelInfo[]> {
+    return (await this.call('list_models', {})).models;
+  }
+
+  async setActiveModel(model: string): Promise<void> {
+    await this.call('set_active_model', { model });
+  }
+
+  async listSkills(): Promise<W.SkillInfo[]> {
+    return (await this.call('list_skills', {})).skills;
+  }
+
+  getSkill(name: string): Promise<W.SkillBody> {
+    return this.call('get_skill', { name });
   }
 
   async ping(): Promise<void> {
-    await this.request('ping');
+    await this.call('ping', {});
   }
 
-  async stats(): Promise<Body> {
-    return (await this.request('get_stats')).stats as Body;
+  /** Authenticates a TCP connection (connect() does this itself when given a token). */
+  async auth(token: string): Promise<void> {
+    await this.call('auth', { token });
+  }
+
+  stats(): Promise<W.Stats> {
+    return this.call('get_stats', {});
   }
 
   /** Writes a raw frame as is (protocol tests). */

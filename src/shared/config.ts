@@ -157,7 +157,7 @@ export function isValidAgentName(name: string): boolean {
   return AGENT_NAME.test(name);
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** Parses "host:port" (IPv6 as "[::1]:port") or "off". */
 export function parseTcp(value: string, source: string, field: string): TcpAddress | null {

@@ -1,0 +1,109 @@
+/**
+ * What an agentctl command is: its name, arguments, help text, the options
+ * it accepts, and what it does with a connected client.
+ */
+import { readFileSync } from 'node:fs';
+import type { AgentdClient } from '../client/index.ts';
+import type { Output } from './output.ts';
+
+/** Exit codes (documented in --help and the README). */
+export const Exit = { Ok: 0, DaemonError: 1, Usage: 2, CannotConnect: 3 } as const;
+
+/** A mistake on the command line: exit 2 with the command's usage. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/**
+ * Every command option, by name. parseArgs needs one type per name, so all
+ * commands share this table and each lists the names it accepts.
+ */
+export const COMMAND_OPTIONS = {
+  sender: { type: 'string', help: '--sender S          the conversation\'s sender (default: the daemon\'s default, "user")' },
+  guest: { type: 'string', help: '--guest AGENT       let another registered agent answer this one turn inside this conversation' },
+  ephemeral: { type: 'boolean', help: '--ephemeral         run on a fresh history and store nothing' },
+  'on-busy': { type: 'string', help: '--on-busy MODE      enqueue (default), reject or interrupt when the conversation is busy' },
+  agent: { type: 'string', help: '--agent A           only this agent\'s' },
+  once: { type: 'boolean', help: '--once              remove the subscription when it first fires' },
+  limit: { type: 'string', help: '--limit N           most hits (1-20, default 5)' },
+  context: { type: 'string', help: '--context N         messages shown around each hit (default 1)' },
+  active: { type: 'boolean', help: '--active            only conversations held in memory now, with running/queued turns' },
+  prompt: { type: 'string', help: '--prompt TEXT       the instruction sent to the model (default: a built-in one)' },
+} as const;
+
+export type OptionName = keyof typeof COMMAND_OPTIONS;
+
+export interface Flags {
+  sender?: string;
+  guest?: string;
+  ephemeral?: boolean;
+  'on-busy'?: string;
+  agent?: string;
+  once?: boolean;
+  limit?: string;
+  context?: string;
+  prompt?: string;
+  active?: boolean;
+}
+
+export interface Context {
+  client: AgentdClient;
+  /** Positional arguments after the command's name. */
+  args: string[];
+  flags: Flags;
+  json: boolean;
+  out: Output;
+}
+
+export interface Command {
+  /** One word, or a group and a word ("agents create"). */
+  name: string;
+  /** Positional arguments, for the usage line ("AGENT TEXT..."). */
+  usage: string;
+  summary: string;
+  /** More help, shown by `agentctl COMMAND --help`. */
+  details?: string;
+  example: string;
+  options?: OptionName[];
+  /** Fewest and most positional arguments (most: Infinity when the rest is joined as text). */
+  arity: [number, number];
+  run(ctx: Context): Promise<void>;
+}
+
+/** Joins the positional arguments from `from` as one text (so quoting is optional). */
+export function restText(args: string[], from: number): string {
+  return args.slice(from).join(' ');
+}
+
+export function parseUint(value: string, what: string): number {
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new UsageError(`${what} must be a non-negative integer, got "${value}"`);
+  return Number(value);
+}
+
+/** A JSON argument, or `@FILE` to read it from a file (`@-` for stdin). */
+export function parseJsonArg(value: string, what: string): unknown {
+  let text = value;
+  if (value.startsWith('@')) {
+    const file = value.slice(1);
+    try {
+      text = readFileSync(file === '-' ? 0 : file, 'utf8');
+    } catch (err) {
+      throw new UsageError(`cannot read ${what} from ${file}: ${(err as Error).message}`);
+    }
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new UsageError(`${what} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Pair arguments: `sender` only when given. */
+export function senderOf(flags: Flags): { sender?: string } {
+  return flags.sender !== undefined ? { sender: flags.sender } : {};
+}
+
+/** "assistant/alice", or "assistant" when the daemon's default sender is meant. */
+export function pairLabel(agent: string, sender: string | undefined): string {
+  return sender === undefined ? `${agent} (default sender)` : `${agent}/${sender}`;
+}

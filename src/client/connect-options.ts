@@ -1,0 +1,30 @@
+/**
+ * Where the client connects when told little or nothing: the one place that
+ * turns partial options (and the environment) into an address.
+ */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { ConnectOptions } from './client.ts';
+import { readLocalToken } from './token-file.ts';
+
+/** The daemon's home: `home`, else `$AGENTD_HOME`, else `~/.agentd`. */
+export function defaultHome(env: NodeJS.ProcessEnv = process.env): string {
+  const fromEnv = env.AGENTD_HOME;
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : join(homedir(), '.agentd');
+}
+
+/**
+ * Fills in the address: an explicit `path` or `host`/`port` is kept as given;
+ * otherwise the Unix socket `<home>/run/agentd.sock`. Over TCP without a
+ * `token`, the token is read from the home's token file (the one the daemon
+ * creates when no token is configured), when `home` is given.
+ */
+export function resolveConnectOptions(opts: ConnectOptions = {}, env: NodeJS.ProcessEnv = process.env): ConnectOptions {
+  if (opts.path !== undefined) return opts;
+  if (opts.host !== undefined || opts.port !== undefined) {
+    const token = opts.token ?? (opts.home !== undefined ? readLocalToken(opts.home) : undefined);
+    return token === undefined ? opts : { ...opts, token };
+  }
+  const home = opts.home ?? defaultHome(env);
+  return { ...opts, path: join(home, 'run', 'agentd.sock') };
+}

@@ -1,0 +1,33 @@
+/** Runs agentctl from source as a separate process (the way a person runs it), against a test daemon. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+export interface CtlResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts `agentctl ARGS` with `--socket` unless `socket` is null; the caller collects output. */
+export function spawnCtl(socket: string | null, args: string[], env: Record<string, string | undefined> = {}): ChildProcess {
+  const full = socket === null ? args : [...args, '--socket', socket];
+  const childEnv: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...env };
+  for (const k of Object.keys(childEnv)) if (childEnv[k] === undefined) delete childEnv[k];
+  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/agentctl.ts', ...full], { cwd: ROOT, env: childEnv as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Collects a spawned process's output until it exits. */
+export function finished(proc: ChildProcess): Promise<CtlResult> {
+  let stdout = '';
+  let stderr = '';
+  proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolvePromise) => proc.on('close', (code) => resolvePromise({ code, stdout, stderr })));
+}
+
+/** Runs `agentctl ARGS` to completion. */
+export function ctl(socket: string | null, args: string[], env: Record<string, string | undefined> = {}): Promise<CtlResult> {
+  return finished(spawnCtl(socket, args, env));
+}

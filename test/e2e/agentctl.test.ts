@@ -29,7 +29,7 @@ beforeAll(async () => {
       assistant: { model: 'echo', description: 'the default agent' },
       helper: { model: 'echo' },
       thinker: { provider: 'fake', model: 'reasoning' },
-      slow: { model: 'echo', echo: { delay_ms: 60_000 } },
+      slow: { model: 'echo', echo: { delay_ms: 1_000 } }, // the most echo allows: 600 words take 10 minutes
       watched: { model: 'echo' },
     },
   });
@@ -73,7 +73,7 @@ describe.concurrent('turns', () => {
   });
 
   it('kill cancels a running turn and says so; the cancelled stream exits 1 with the reason', async () => {
-    const streaming = finished(spawnCtl(d.socketPath, ['stream', 'slow', 'never finishes', '--sender', 'k']));
+    const streaming = finished(spawnCtl(d.socketPath, ['stream', 'slow', 'never finishes '.repeat(300), '--sender', 'k']));
     await waitFor(async () => (await c.listActiveConversations({ agent: 'slow', sender: 'k' }))[0]?.running === true, 'the CLI\'s turn to run', 120_000);
     const killed = await run('kill', 'slow', '--sender', 'k');
     expect(killed).toMatchObject({ code: 0, stdout: 'cancelled the running and queued turns of slow/k (if any)\n' });

@@ -1,8 +1,8 @@
 /**
  * Agent management (PROTOCOL §4, Agents, skills, models): every change is
- * validated field by field, stored, and broadcast to the shards before it is
- * acknowledged, so it reaches them before the next turn of that agent starts
- * (main's messages to a shard are ordered).
+ * validated field by field, stored, and sent to every shard (the changed
+ * agent only) before it is acknowledged, so it reaches them before the next
+ * turn of that agent starts (main's messages to a shard are ordered).
  */
 import { AgentdError, Code } from '../shared/errors.ts';
 import { isValidAgentName, validateAgentConfig, type AgentConfig, type ProviderConfig } from '../shared/config.ts';
@@ -40,7 +40,7 @@ export class AgentService {
   async #save(name: string, config: AgentConfig): Promise<AgentInfo> {
     await this.#o.storage?.run({ op: 'agent_upsert', name, config: JSON.stringify(config) });
     this.#o.agents.set(name, config);
-    this.#o.pool.broadcast({ type: 'agents', agents: this.#o.agents.all() });
+    this.#o.pool.broadcast({ type: 'agent', name, config });
     return this.#o.agents.info(name)!;
   }
 
@@ -62,7 +62,7 @@ export class AgentService {
   async delete(name: string): Promise<void> {
     if (!this.#o.agents.has(name)) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
     this.#o.agents.remove(name);
-    this.#o.pool.broadcast({ type: 'agents', agents: this.#o.agents.all() });
+    this.#o.pool.broadcast({ type: 'agent', name, config: null });
     await this.#o.pool.purgeAgent(name);
     await this.#o.storage?.run({ op: 'agent_delete', name });
     await this.#o.bus.removeAgent(name, { stored: false });

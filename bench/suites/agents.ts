@@ -33,7 +33,7 @@ async function createUs(d: Proc, n: number): Promise<number> {
 
 export async function run(ctx: BenchContext): Promise<void> {
   const n = ctx.quick ? 100 : 300;
-  const limits = {};
+  const limits = { max_agents: 2_000 };
   const few = await startAgentd(ctx.workers, seeded(10), limits);
   const many = await startAgentd(ctx.workers, seeded(1_000), limits);
   try {

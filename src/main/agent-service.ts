@@ -10,6 +10,7 @@ import { mergePatch } from '../shared/merge-patch.ts';
 import { listModels } from '../shared/provider-http.ts';
 import type { Logger } from '../shared/log.ts';
 import type { AgentInfo, AgentRegistry } from './agent-registry.ts';
+import { tooMany } from './limits.ts';
 import type { EventBus } from './event-bus.ts';
 import type { ShardPool } from './shard-pool.ts';
 import type { StoragePool } from './storage-pool.ts';
@@ -21,12 +22,16 @@ export interface AgentServiceOptions {
   bus: EventBus;
   providers: Record<string, ProviderConfig>;
   log: Logger;
+  /** `max_agents`: creating past it gets 429. */
+  maxAgents: number;
 }
 
 const MODEL_LIST_TIMEOUT_MS = 10_000;
 
 export class AgentService {
   readonly #o: AgentServiceOptions;
+  /** Names being created (stored, not yet registered): they count against the limit and against a second create. */
+  readonly #creating = new Set<string>();
 
   constructor(opts: AgentServiceOptions) {
     this.#o = opts;
@@ -48,8 +53,15 @@ export class AgentService {
     if (!isValidAgentName(name)) {
       throw new AgentdError(Code.BadRequest, 'create_agent.name must be 1-64 letters, digits, "-", "_" or ".", not starting with "."');
     }
-    if (this.#o.agents.has(name)) throw new AgentdError(Code.Conflict, `agent "${name}" exists already`);
-    return this.#save(name, this.#validate('create_agent', raw));
+    if (this.#o.agents.has(name) || this.#creating.has(name)) throw new AgentdError(Code.Conflict, `agent "${name}" exists already`);
+    if (this.#o.agents.size + this.#creating.size >= this.#o.maxAgents) throw tooMany('agents', this.#o.maxAgents, 'max_agents');
+    const config = this.#validate('create_agent', raw);
+    this.#creating.add(name);
+    try {
+      return await this.#save(name, config);
+    } finally {
+      this.#creating.delete(name);
+    }
   }
 
   async update(name: string, patch: unknown): Promise<AgentInfo> {

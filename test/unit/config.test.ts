@@ -24,6 +24,9 @@ describe('config validation', () => {
     ['a provider URL', { providers: { p: { type: 'openai', base_url: 'localhost:8080' } } }, /providers\.p\.base_url must be an http/],
     ['an unknown capability', { agents: { a: { harnesses: [{ module: 'm.js', capabilities: ['sessions.delete'] }] } } }, /harnesses\[0\]\.capabilities has unknown capability "sessions\.delete"/],
     ['skills not a list', { agents: { a: { skills: 'all' } } }, /agents\.a\.skills must be a list of strings/],
+    ['max_agents zero', { max_agents: 0 }, /max_agents must be an integer >= 1, got 0/],
+    ['max_subscriptions a string', { max_subscriptions: '10' }, /max_subscriptions must be an integer >= 1/],
+    ['max_observers fractional', { max_observers: 1.5 }, /max_observers must be an integer >= 1/],
     ['mcp env not strings', { agents: { a: { mcps: { gh: { env: { TOKEN: 1 } } } } } }, /agents\.a\.mcps\.gh\.env must be a map of strings/],
   ];
   for (const [name, raw, message] of bad) {
@@ -62,5 +65,12 @@ describe('config validation', () => {
     expect(c.tcp).toEqual({ host: '127.0.0.1', port: 7000 });
     expect(Object.isFrozen(c.agents)).toBe(true);
     expect(resolveConfig({ home, tcp: 'off' }, {}).tcp).toBeNull();
+  });
+
+  it('limits default to 1,000 agents, 100,000 subscriptions and 64 observers per connection; the file raises them', () => {
+    const home = mkdtempSync(join(tmpdir(), 'agentd-cfg-'));
+    expect(resolveConfig({ home }, {})).toMatchObject({ maxAgents: 1_000, maxSubscriptions: 100_000, maxObservers: 64 });
+    writeFileSync(join(home, 'agentd.json'), JSON.stringify({ max_agents: 5_000, max_subscriptions: 7, max_observers: 1 }));
+    expect(resolveConfig({ home }, {})).toMatchObject({ maxAgents: 5_000, maxSubscriptions: 7, maxObservers: 1 });
   });
 });

@@ -27,6 +27,7 @@ function harness() {
     defaultSender: 'user',
     startedAt: Date.now(),
     connections: () => 1,
+    limits: {},
     closing: () => state.closing,
   };
   const replies: [number, any][] = [];

@@ -15,6 +15,8 @@ async function stats(ctx: DispatchContext): Promise<unknown> {
       workers: ctx.pool.count,
       subscriptions: ctx.bus.size,
       connections: ctx.connections(),
+      observers: ctx.observers.count,
+      limits: ctx.limits,
     },
   };
 }

@@ -35,6 +35,8 @@ export interface DispatchContext {
   defaultSender: string;
   startedAt: number;
   connections(): number;
+  /** The configured limits, as `get_stats` reports them (see limits.ts). */
+  limits: Readonly<Record<string, number>>;
   /** True once shutdown began: new work gets 503. */
   closing(): boolean;
 }

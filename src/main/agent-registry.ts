@@ -1,7 +1,7 @@
 /**
  * The agents main knows: names for routing checks (404 before any `start`),
  * `agent_info` for the agent operations, and the configs shards receive at
- * start and after every change.
+ * start (after that, each change as an `agent` message).
  */
 import type { AgentConfig } from '../shared/config.ts';
 
@@ -19,44 +19,44 @@ export interface AgentInfo {
 }
 
 export class AgentRegistry {
-  #agents: Record<string, AgentConfig>;
+  /** A Map, changed in place: a change costs the same however many agents there are. */
+  readonly #agents: Map<string, AgentConfig>;
   readonly #preferredDefault: string;
 
   constructor(agents: Record<string, AgentConfig>, preferredDefault: string) {
-    this.#agents = { ...agents };
+    this.#agents = new Map(Object.entries(agents));
     this.#preferredDefault = preferredDefault;
   }
 
   /** The agent `list_models` and `set_active_model` speak of: `assistant` if it exists, else the first by name. */
   get defaultAgent(): string | null {
     if (this.has(this.#preferredDefault)) return this.#preferredDefault;
-    return Object.keys(this.#agents).sort()[0] ?? null;
+    return [...this.#agents.keys()].sort()[0] ?? null;
   }
 
   get size(): number {
-    return Object.keys(this.#agents).length;
+    return this.#agents.size;
   }
 
   has(name: string): boolean {
-    return Object.hasOwn(this.#agents, name);
+    return this.#agents.has(name);
   }
 
   get(name: string): AgentConfig | undefined {
-    return this.has(name) ? this.#agents[name] : undefined;
+    return this.#agents.get(name);
   }
 
-  /** The configs as shards receive them (a new object after every change). */
+  /** Every config, as a shard receives them when it starts (later changes reach it one agent at a time). */
   all(): Record<string, AgentConfig> {
-    return this.#agents;
+    return Object.fromEntries(this.#agents);
   }
 
   set(name: string, config: AgentConfig): void {
-    this.#agents = { ...this.#agents, [name]: config };
+    this.#agents.set(name, config);
   }
 
   remove(name: string): void {
-    const { [name]: _gone, ...rest } = this.#agents;
-    this.#agents = rest;
+    this.#agents.delete(name);
   }
 
   info(name: string): AgentInfo | undefined {
@@ -75,13 +75,13 @@ export class AgentRegistry {
   }
 
   list(): AgentInfo[] {
-    return Object.keys(this.#agents)
+    return [...this.#agents.keys()]
       .sort()
       .map((n) => this.info(n)!);
   }
 
   activeModel(): string {
     const d = this.defaultAgent;
-    return d === null ? '' : this.#agents[d]!.model;
+    return d === null ? '' : this.#agents.get(d)!.model;
   }
 }

@@ -1,8 +1,8 @@
 /**
  * Agent management (PROTOCOL §4, Agents, skills, models): every change is
- * validated field by field, stored, and broadcast to the shards before it is
- * acknowledged, so it reaches them before the next turn of that agent starts
- * (main's messages to a shard are ordered).
+ * validated field by field, stored, and sent to every shard (the changed
+ * agent only) before it is acknowledged, so it reaches them before the next
+ * turn of that agent starts (main's messages to a shard are ordered).
  */
 import { AgentdError, Code } from '../shared/errors.ts';
 import { isValidAgentName, validateAgentConfig, type AgentConfig, type ProviderConfig } from '../shared/config.ts';
@@ -10,6 +10,7 @@ import { mergePatch } from '../shared/merge-patch.ts';
 import { listModels } from '../shared/provider-http.ts';
 import type { Logger } from '../shared/log.ts';
 import type { AgentInfo, AgentRegistry } from './agent-registry.ts';
+import { tooMany } from './limits.ts';
 import type { EventBus } from './event-bus.ts';
 import type { ShardPool } from './shard-pool.ts';
 import type { StoragePool } from './storage-pool.ts';
@@ -24,12 +25,16 @@ export interface AgentServiceOptions {
   log: Logger;
   /** $AGENTD_HOME: harness modules are looked up in its `harness` folder. */
   home: string;
+  /** `max_agents`: creating past it gets 429. */
+  maxAgents: number;
 }
 
 const MODEL_LIST_TIMEOUT_MS = 10_000;
 
 export class AgentService {
   readonly #o: AgentServiceOptions;
+  /** Names being created (stored, not yet registered): they count against the limit and against a second create. */
+  readonly #creating = new Set<string>();
 
   constructor(opts: AgentServiceOptions) {
     this.#o = opts;
@@ -45,7 +50,7 @@ export class AgentService {
   async #save(name: string, config: AgentConfig): Promise<AgentInfo> {
     await this.#o.storage?.run({ op: 'agent_upsert', name, config: JSON.stringify(config) });
     this.#o.agents.set(name, config);
-    this.#o.pool.broadcast({ type: 'agents', agents: this.#o.agents.all() });
+    this.#o.pool.broadcast({ type: 'agent', name, config });
     return this.#o.agents.info(name)!;
   }
 
@@ -53,11 +58,16 @@ export class AgentService {
     if (!isValidAgentName(name)) {
       throw new AgentdError(Code.BadRequest, 'create_agent.name must be 1-64 letters, digits, "-", "_" or ".", not starting with "."');
     }
-    if (this.#o.agents.has(name)) throw new AgentdError(Code.Conflict, `agent "${name}" exists already`);
-    const config = await this.#validate('create_agent', raw);
-    // Checked again after the await: a concurrent create of the same name may have landed.
-    if (this.#o.agents.has(name)) throw new AgentdError(Code.Conflict, `agent "${name}" exists already`);
-    return this.#save(name, config);
+    if (this.#o.agents.has(name) || this.#creating.has(name)) throw new AgentdError(Code.Conflict, `agent "${name}" exists already`);
+    if (this.#o.agents.size + this.#creating.size >= this.#o.maxAgents) throw tooMany('agents', this.#o.maxAgents, 'max_agents');
+    // The name and the slot are held while the config is checked and saved, so concurrent creates cannot pass either.
+    this.#creating.add(name);
+    try {
+      const config = await this.#validate('create_agent', raw);
+      return await this.#save(name, config);
+    } finally {
+      this.#creating.delete(name);
+    }
   }
 
   async update(name: string, patch: unknown): Promise<AgentInfo> {
@@ -73,7 +83,7 @@ export class AgentService {
   async delete(name: string): Promise<void> {
     if (!this.#o.agents.has(name)) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
     this.#o.agents.remove(name);
-    this.#o.pool.broadcast({ type: 'agents', agents: this.#o.agents.all() });
+    this.#o.pool.broadcast({ type: 'agent', name, config: null });
     await this.#o.pool.purgeAgent(name);
     await this.#o.storage?.run({ op: 'agent_delete', name });
     await this.#o.bus.removeAgent(name, { stored: false });

@@ -88,6 +88,9 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     persist: file.persist ?? DEFAULTS.persist,
     memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
     storageThreads: file.storage_threads ?? DEFAULTS.storageThreads,
+    maxAgents: file.max_agents ?? DEFAULTS.maxAgents,
+    maxSubscriptions: file.max_subscriptions ?? DEFAULTS.maxSubscriptions,
+    maxObservers: file.max_observers ?? DEFAULTS.maxObservers,
     agents: file.agents ?? defaultAgents(),
     configFile,
   });

@@ -17,7 +17,6 @@ const REFUSED_LINGER_MS = 1_000;
 export type ConnectionLimitStats = {
   connections_by_listener: Record<Transport, number>;
   refused_connections: Record<Transport, number>;
-  limits: { max_connections: number };
 };
 
 export class ConnectionLimiter {
@@ -55,7 +54,6 @@ export class ConnectionLimiter {
     return {
       connections_by_listener: { ...this.#open },
       refused_connections: { ...this.#refused },
-      limits: { max_connections: this.max },
     };
   }
 }

@@ -28,6 +28,7 @@ import { resolveTcpToken } from './token.ts';
 import { ConnectionLimiter } from './connection-limit.ts';
 import { ShardPool, type ShardOutputs } from './shard-pool.ts';
 import { EventBus, type SubscriptionInfo } from './event-bus.ts';
+import { limitsOf } from './limits.ts';
 import { ObserverHub } from './observers.ts';
 import { StoragePool } from './storage-pool.ts';
 import { readStartupState } from './startup-state.ts';
@@ -187,7 +188,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connections = new Map<number, Connection>();
 
   const pool = new ShardPool({ count: config.workers, writeLock, log });
-  const observers = new ObserverHub((watching) => pool.broadcast({ type: 'observe', watching }));
+  const observers = new ObserverHub((watching) => pool.broadcast({ type: 'observe', watching }), config.maxObservers);
   const fire = (sub: SubscriptionInfo, payload: string, depth: number): boolean => {
     if (!agents.has(sub.target_agent)) {
       log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
@@ -196,7 +197,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth));
     return true;
   };
-  const bus = new EventBus({ storage, log, fire }, startup.subscriptions);
+  const bus = new EventBus({ storage, log, fire, maxSubscriptions: config.maxSubscriptions }, startup.subscriptions);
   const dispatch = createDispatch({
     pool,
     storage,
@@ -204,11 +205,12 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     observers,
     agents,
     skills: new SkillCatalogue(config.home, log),
-    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log }),
+    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents }),
     defaultSender: config.defaultSender,
     startedAt: Date.now(),
     connections: () => connections.size,
     transportStats: () => limiter.stats(),
+    limits: limitsOf(config),
     closing: () => lifecycle.closing,
   });
   const harness = new HarnessHost(dispatch, agents);

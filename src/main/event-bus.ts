@@ -7,6 +7,7 @@
  */
 import type { Logger } from '../shared/log.ts';
 import type { StoragePool } from './storage-pool.ts';
+import { tooMany } from './limits.ts';
 
 export interface SubscriptionInfo {
   id: number;
@@ -29,6 +30,8 @@ export interface EventBusOptions {
   /** Starts the turn of a fired subscription; false if it could not (its agent is gone). */
   fire(sub: SubscriptionInfo, payload: string, depth: number): boolean;
   log: Logger;
+  /** `max_subscriptions`: subscribing past it gets 429 (unlimited when absent). */
+  maxSubscriptions?: number;
 }
 
 export class EventBus {
@@ -36,6 +39,8 @@ export class EventBus {
   readonly #byId = new Map<number, Subscription>();
   readonly #bySource = new Map<string, Subscription[]>();
   #nextId = 1;
+  /** Subscriptions being stored: they count against the limit before they are in the table. */
+  #adding = 0;
 
   constructor(opts: EventBusOptions, stored: readonly SubscriptionInfo[] = []) {
     this.#opts = opts;
@@ -68,9 +73,16 @@ export class EventBus {
   }
 
   async subscribe(source: string, targetAgent: string, once: boolean): Promise<SubscriptionInfo> {
+    const max = this.#opts.maxSubscriptions ?? Infinity;
+    if (this.#byId.size + this.#adding >= max) throw tooMany('subscriptions', max, 'max_subscriptions');
     const storage = this.#opts.storage;
-    const id = storage === null ? this.#nextId++ : await storage.run<number>({ op: 'subscription_insert', source, targetAgent, once });
-    return info(this.#add({ id, source, target_agent: targetAgent, once }));
+    this.#adding++;
+    try {
+      const id = storage === null ? this.#nextId++ : await storage.run<number>({ op: 'subscription_insert', source, targetAgent, once });
+      return info(this.#add({ id, source, target_agent: targetAgent, once }));
+    } finally {
+      this.#adding--;
+    }
   }
 
   /** False if there is no such subscription. */

@@ -8,6 +8,7 @@
  */
 import { FLAG_LAST, frameOf } from '../shared/codec.ts';
 import { FRAME_ID_OFFSET, HEADER_BYTES, writeFrame } from '../shared/byte-layouts.ts';
+import { tooMany } from './limits.ts';
 
 /** What an observer needs of its connection. */
 export interface ObserverSink {
@@ -36,18 +37,27 @@ export class ObserverHub {
   readonly #byConn = new Map<number, Map<number, Observer>>();
   #count = 0;
   readonly #onCountChange: (watching: boolean) => void;
+  readonly #maxPerConnection: number;
 
-  /** `onCountChange(true)` when the first observer arrives, `(false)` when the last leaves. */
-  constructor(onCountChange: (watching: boolean) => void) {
+  /**
+   * `onCountChange(true)` when the first observer arrives, `(false)` when the
+   * last leaves; `maxPerConnection` is `max_observers` (unlimited when absent).
+   */
+  constructor(onCountChange: (watching: boolean) => void, maxPerConnection = Infinity) {
     this.#onCountChange = onCountChange;
+    this.#maxPerConnection = maxPerConnection;
   }
 
   get count(): number {
     return this.#count;
   }
 
+  /** Throws 429 when the connection already holds `max_observers` streams. */
   add(sink: ObserverSink, req: number, agent: string | null): void {
     let mine = this.#byConn.get(sink.id);
+    if (mine !== undefined && !mine.has(req) && mine.size >= this.#maxPerConnection) {
+      throw tooMany('event streams on this connection', this.#maxPerConnection, 'max_observers');
+    }
     if (mine === undefined) this.#byConn.set(sink.id, (mine = new Map()));
     if (!mine.has(req)) this.#count++;
     mine.set(req, { sink, req, agent, dropped: 0 });

@@ -122,6 +122,12 @@ export interface ResolvedConfig {
   memoryConversations: number;
   /** Threads doing database work for main (list_conversations, search_sessions, subscriptions). */
   storageThreads: number;
+  /** Agents `create_agent` may bring the daemon to; beyond it 429. */
+  maxAgents: number;
+  /** Event bus subscriptions `subscribe_event` may bring the daemon to; beyond it 429. */
+  maxSubscriptions: number;
+  /** Open `subscribe_events` streams one connection may hold; beyond it 429. */
+  maxObservers: number;
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
@@ -141,6 +147,9 @@ export const DEFAULTS = {
   storageThreads: 2,
   authTimeoutMs: 5_000,
   maxConnections: 4_096,
+  maxAgents: 1_000,
+  maxSubscriptions: 100_000,
+  maxObservers: 64,
 } as const;
 
 /** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
@@ -191,12 +200,16 @@ export interface FileSettings {
   persist?: boolean;
   memory_conversations?: number;
   storage_threads?: number;
+  max_agents?: number;
+  max_subscriptions?: number;
+  max_observers?: number;
   agents?: Record<string, AgentConfig>;
 }
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
+  'max_agents', 'max_subscriptions', 'max_observers',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
@@ -380,6 +393,9 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   }
   if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
   if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');
+  if (raw.max_agents !== undefined) out.max_agents = positiveInt(raw.max_agents, source, 'max_agents');
+  if (raw.max_subscriptions !== undefined) out.max_subscriptions = positiveInt(raw.max_subscriptions, source, 'max_subscriptions');
+  if (raw.max_observers !== undefined) out.max_observers = positiveInt(raw.max_observers, source, 'max_observers');
   if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
   const providerNames = Object.keys(out.providers ?? {});
   if (raw.agents !== undefined) {

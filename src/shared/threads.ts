@@ -94,9 +94,14 @@ export interface PurgeAgent {
   agent: string;
 }
 
-export interface AgentsUpdate {
-  type: 'agents';
-  agents: Record<string, AgentConfig>;
+/**
+ * One agent changed: its new configuration, or null when it was deleted. Only
+ * the changed agent travels, so a change costs the same with 10 agents or 1,000.
+ */
+export interface AgentChange {
+  type: 'agent';
+  name: string;
+  config: AgentConfig | null;
 }
 
 /** Whether anyone watches the agent event stream: shards encode agent events only while someone does. */
@@ -110,7 +115,7 @@ export interface ShutdownRequest {
   type: 'shutdown';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentsUpdate | ObserveUpdate | ShutdownRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | ShutdownRequest;
 
 export interface ActiveConversation {
   agent: string;

@@ -7,7 +7,7 @@
 import type { AgentConfig } from '../shared/config.ts';
 import { Code } from '../shared/errors.ts';
 import { PONG } from '../shared/codec.ts';
-import type { CompactRequest, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads.ts';
+import type { AgentChange, CompactRequest, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
 import { Conversation } from './conversation.ts';
 import type { Models } from './models/index.ts';
@@ -46,7 +46,9 @@ export class TurnScheduler {
     this.#outbox = opts.outbox;
     this.#store = opts.store;
     this.#table = new ConversationTable(opts.store, opts.memoryConversations);
-    this.#runner = new JobRunner({ ...opts, idle: () => this.#table.evict() });
+    // No prototype: an agent named "__proto__" or "constructor" is a key like any other when changes are applied in place.
+    const agents = Object.assign(Object.create(null) as Record<string, AgentConfig>, opts.agents);
+    this.#runner = new JobRunner({ ...opts, agents, idle: () => this.#table.evict() });
   }
 
   handle(msg: ToShard): void {
@@ -67,9 +69,8 @@ export class TurnScheduler {
         return this.#outbox.activeAnswer({ id: msg.id, conversations: this.#table.active(msg) });
       case 'purge_agent':
         return this.#purgeAgent(msg);
-      case 'agents':
-        this.#runner.agents = msg.agents;
-        return;
+      case 'agent':
+        return this.#agentChanged(msg);
       case 'observe':
         this.#outbox.observing = msg.watching;
         return;
@@ -77,6 +78,12 @@ export class TurnScheduler {
         this.#shuttingDown = true;
         return this.#runner.cancelAll(CancelReason.Shutdown);
     }
+  }
+
+  /** Applied in place: running turns keep the config object they started with. */
+  #agentChanged(msg: AgentChange): void {
+    if (msg.config === null) delete this.#runner.agents[msg.name];
+    else this.#runner.agents[msg.name] = msg.config;
   }
 
   #turn(req: TurnRequest): void {

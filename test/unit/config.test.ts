@@ -32,6 +32,9 @@ describe('config validation', () => {
     ['tcp_insecure not a boolean', { tcp_insecure: 'yes' }, /tcp_insecure must be true or false/],
     ['auth_timeout_ms zero', { auth_timeout_ms: 0 }, /auth_timeout_ms must be an integer >= 1/],
     ['max_connections zero', { max_connections: 0 }, /max_connections must be an integer >= 1/],
+    ['max_agents zero', { max_agents: 0 }, /max_agents must be an integer >= 1, got 0/],
+    ['max_subscriptions a string', { max_subscriptions: '10' }, /max_subscriptions must be an integer >= 1/],
+    ['max_observers fractional', { max_observers: 1.5 }, /max_observers must be an integer >= 1/],
     ['mcp env not strings', { agents: { a: { mcps: { gh: { env: { TOKEN: 1 } } } } } }, /agents\.a\.mcps\.gh\.env must be a map of strings/],
     ['an unknown session_search scope', { agents: { a: { session_search: 'all' } } }, /agents\.a\.session_search must be "sender" or "agent"/],
   ];
@@ -76,5 +79,12 @@ describe('config validation', () => {
     writeFileSync(join(home, 'agentd.json'), JSON.stringify({ tcp_insecure: true, auth_timeout_ms: 250, max_connections: 10 }));
     expect(resolveConfig({ home }, {})).toMatchObject({ tcpInsecure: true, authTimeoutMs: 250, maxConnections: 10 });
     expect(resolveConfig({ home: mkdtempSync(join(tmpdir(), 'agentd-cfg-')), tcpInsecure: true }, {}).tcpInsecure).toBe(true);
+  });
+
+  it('limits default to 1,000 agents, 100,000 subscriptions and 64 observers per connection; the file raises them', () => {
+    const home = mkdtempSync(join(tmpdir(), 'agentd-cfg-'));
+    expect(resolveConfig({ home }, {})).toMatchObject({ maxAgents: 1_000, maxSubscriptions: 100_000, maxObservers: 64 });
+    writeFileSync(join(home, 'agentd.json'), JSON.stringify({ max_agents: 5_000, max_subscriptions: 7, max_observers: 1 }));
+    expect(resolveConfig({ home }, {})).toMatchObject({ maxAgents: 5_000, maxSubscriptions: 7, maxObservers: 1 });
   });
 });

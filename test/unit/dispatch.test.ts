@@ -28,6 +28,7 @@ function harness() {
     startedAt: Date.now(),
     connections: () => 1,
     transportStats: () => ({}),
+    limits: {},
     closing: () => state.closing,
   };
   const replies: [number, any][] = [];

@@ -64,4 +64,15 @@ describe('EventBus', () => {
     expect(await b.unsubscribe(8)).toBe(false);
     expect(b.size).toBe(0);
   });
+
+  it('refuses a subscription past max_subscriptions (429); a fired once subscription frees its slot', async () => {
+    const b = new EventBus({ storage: null, log: createLogger('silent'), fire: () => true, maxSubscriptions: 2 });
+    await b.subscribe('s', 'a', true);
+    await b.subscribe('t', 'a', false);
+    await expect(b.subscribe('u', 'a', false)).rejects.toMatchObject({ code: 429, message: 'too many subscriptions: the limit is 2 (config key max_subscriptions)' });
+    expect(b.size).toBe(2);
+    await b.publish('s', 'p', 0);
+    await b.subscribe('u', 'a', false);
+    expect(b.list().map((s) => s.source)).toEqual(['t', 'u']);
+  });
 });

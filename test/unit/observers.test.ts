@@ -56,4 +56,19 @@ describe('ObserverHub', () => {
     hub.broadcast(['a'], [event('a', '3')]);
     expect(slow.frames.map((f) => [f.body.agent_event.kind ?? 'event', f.body.agent_event.content])).toEqual([['lagged', '2 events dropped'], ['event', '3']]);
   });
+
+  it('refuses a connection its observer past max_observers (429), re-adding an open id is no new one, and a close frees a slot', () => {
+    const hub = new ObserverHub(() => {}, 2);
+    const a = sink(1);
+    const b = sink(2);
+    hub.add(a, 1, null);
+    hub.add(a, 2, null);
+    hub.add(a, 2, 'x'); // the same request id again replaces, it does not count twice
+    expect(() => hub.add(a, 3, null)).toThrow(expect.objectContaining({ code: 429, message: expect.stringMatching(/config key max_observers/) }));
+    hub.add(b, 1, null); // another connection has its own allowance
+    expect(hub.count).toBe(3);
+    hub.close(a, 1);
+    hub.add(a, 3, null);
+    expect(hub.count).toBe(3);
+  });
 });

@@ -16,6 +16,8 @@ async function stats(ctx: DispatchContext): Promise<unknown> {
       subscriptions: ctx.bus.size,
       connections: ctx.connections(),
       ...ctx.transportStats(),
+      observers: ctx.observers.count,
+      limits: ctx.limits,
     },
   };
 }

@@ -37,6 +37,8 @@ export interface DispatchContext {
   connections(): number;
   /** Connections per listener, refusals and the connection cap, for get_stats. */
   transportStats(): Record<string, unknown>;
+  /** The configured limits, as `get_stats` reports them (see limits.ts). */
+  limits: Readonly<Record<string, number>>;
   /** True once shutdown began: new work gets 503. */
   closing(): boolean;
 }

@@ -276,7 +276,9 @@ export interface Stats {
   connections_by_listener: { unix: number; tcp: number };
   /** Connections refused with 429 since start, per listener. */
   refused_connections: { unix: number; tcp: number };
-  /** The configured limits in force. */
+  /** Open `subscribe_events` streams, all connections together. */
+  observers: number;
+  /** The configured limits in force, each answered with 429 when reached. */
   limits: Record<string, number>;
 }
 

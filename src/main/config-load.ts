@@ -80,6 +80,9 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     persist: file.persist ?? DEFAULTS.persist,
     memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
     storageThreads: file.storage_threads ?? DEFAULTS.storageThreads,
+    shardStallMs: file.shard_stall_ms ?? DEFAULTS.shardStallMs,
+    maxChainTurns: file.max_chain_turns ?? DEFAULTS.maxChainTurns,
+    maxQueuedTurns: file.max_queued_turns ?? DEFAULTS.maxQueuedTurns,
     agents: file.agents ?? defaultAgents(),
     configFile,
   });

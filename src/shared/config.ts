@@ -92,6 +92,12 @@ export interface ResolvedConfig {
   memoryConversations: number;
   /** Threads doing database work for main (list_conversations, search_sessions, subscriptions). */
   storageThreads: number;
+  /** A shard whose event loop does not answer the watchdog for this long is replaced. */
+  shardStallMs: number;
+  /** Fired turns one chain (one publish or one finished turn, and all that follows) may start in total. */
+  maxChainTurns: number;
+  /** Turns one conversation may hold queued behind its running one. */
+  maxQueuedTurns: number;
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
@@ -108,6 +114,9 @@ export const DEFAULTS = {
   persist: true,
   memoryConversations: 10_000,
   storageThreads: 2,
+  shardStallMs: 10_000,
+  maxChainTurns: 1_000,
+  maxQueuedTurns: 1_000,
 } as const;
 
 /** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
@@ -154,12 +163,16 @@ export interface FileSettings {
   persist?: boolean;
   memory_conversations?: number;
   storage_threads?: number;
+  shard_stall_ms?: number;
+  max_chain_turns?: number;
+  max_queued_turns?: number;
   agents?: Record<string, AgentConfig>;
 }
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'max_body_bytes', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
+  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads',
+  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'agents',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'mcps', 'echo'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
@@ -314,6 +327,10 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   }
   if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
   if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');
+  // Below 100 ms a busy but healthy shard (a large commit) would be taken for a stalled one.
+  if (raw.shard_stall_ms !== undefined) out.shard_stall_ms = positiveInt(raw.shard_stall_ms, source, 'shard_stall_ms', 100);
+  if (raw.max_chain_turns !== undefined) out.max_chain_turns = positiveInt(raw.max_chain_turns, source, 'max_chain_turns');
+  if (raw.max_queued_turns !== undefined) out.max_queued_turns = positiveInt(raw.max_queued_turns, source, 'max_queued_turns');
   if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
   const providerNames = Object.keys(out.providers ?? {});
   if (raw.agents !== undefined) {

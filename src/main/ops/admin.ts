@@ -15,6 +15,8 @@ async function stats(ctx: DispatchContext): Promise<unknown> {
       workers: ctx.pool.count,
       subscriptions: ctx.bus.size,
       connections: ctx.connections(),
+      ...ctx.bus.stats(),
+      ...ctx.pool.stats(),
     },
   };
 }

@@ -56,6 +56,8 @@ export interface TurnOptions {
   on_busy?: OnBusy;
   ephemeral?: boolean;
   correlation_id?: number;
+  /** Names the turn so a retry is replayed, not run twice (PROTOCOL §4.1, Retries). */
+  turn_id?: string;
 }
 
 /** One event of the agent event stream (`subscribe_events`). */

@@ -11,10 +11,10 @@ import { end, text, types } from '../helpers/events.ts';
 import { onTestFinished } from 'vitest';
 
 /** A shard frozen this long is replaced. */
-const STALL_MS = 2_000;
-/** Near the per-chunk maximum: eight chunks keep the shard's event loop busy for over 7 s, well past STALL_MS. */
+const STALL_MS = 3_000;
+/** Near the per-chunk maximum: ten chunks keep the shard's event loop busy for 9 s, well past STALL_MS. */
 const BURN = { model: 'echo', echo: { cpu_us: 900_000 } };
-const EIGHT_WORDS = 'one two three four five six seven eight';
+const TEN_WORDS = 'one two three four five six seven eight nine ten';
 
 function senderOn(shard: number, agent: string, prefix: string, shards = 2): string {
   for (let i = 0; ; i++) if (shardOf(agent, `${prefix}${i}`, shards) === shard) return `${prefix}${i}`;
@@ -40,7 +40,7 @@ describe('the shard watchdog', () => {
     const s = senderOn(0, 'burn', 'b');
     const neighbour = senderOn(0, 'assistant', 'n');
 
-    const evs = await collect(c.stream('burn', EIGHT_WORDS, { sender: s, turn_id: 'frozen-1' } as never));
+    const evs = await collect(c.stream('burn', TEN_WORDS, { sender: s, turn_id: 'frozen-1' }));
     expect(types(evs).slice(0, 1)).toEqual(['start']);
     expect(end(evs)).toMatchObject({ stop_reason: 'stalled', stored: true, error: expect.stringMatching(/shard stalled/) });
 
@@ -49,13 +49,13 @@ describe('the shard watchdog', () => {
     await c.kill('burn', s);
     expect((await c.send('assistant', 'still here', { sender: neighbour })).content).toBe('still here');
     const stalledRecord = [
-      { role: 'user', content: EIGHT_WORDS },
+      { role: 'user', content: TEN_WORDS },
       { role: 'assistant', content: '', stop_reason: 'stalled' },
     ];
     expect(await history(c, 'burn', s)).toEqual(stalledRecord);
 
     // A retry of the stalled turn replays its outcome instead of freezing the shard again.
-    const retry = await collect(c.stream('burn', EIGHT_WORDS, { sender: s, turn_id: 'frozen-1' } as never));
+    const retry = await collect(c.stream('burn', TEN_WORDS, { sender: s, turn_id: 'frozen-1' }));
     expect(types(retry)).toEqual(['start', 'end']);
     expect(end(retry)).toMatchObject({ stop_reason: 'stalled', replayed: true });
     expect(await history(c, 'burn', s)).toEqual(stalledRecord);
@@ -63,7 +63,7 @@ describe('the shard watchdog', () => {
     // The next turn of the pair runs normally (one word: one short burn) and sees the record.
     const next = await c.send('burn', 'fine', { sender: s });
     expect(next.content).toBe('fine');
-    expect(next.usage.prompt_tokens).toBe(8 + 0 + 1);
+    expect(next.usage.prompt_tokens).toBe(10 + 0 + 1);
     await c.close();
 
     // A restart does not run the stalled turn again: the history is as it was.
@@ -84,14 +84,14 @@ describe('turn_id', () => {
     const again = await c.request('send', { agent: 'assistant', content: 'only once', sender: 'r', turn_id: 'a-1' });
     expect(again.response).toEqual({ ...(first.response as object), replayed: true });
 
-    const streamed = await collect(c.stream('assistant', 'streamed once', { sender: 'r', turn_id: 'a-2' } as never));
-    const replayed = await collect(c.stream('assistant', 'streamed once', { sender: 'r', turn_id: 'a-2' } as never));
+    const streamed = await collect(c.stream('assistant', 'streamed once', { sender: 'r', turn_id: 'a-2' }));
+    const replayed = await collect(c.stream('assistant', 'streamed once', { sender: 'r', turn_id: 'a-2' }));
     expect(types(replayed)).toEqual(['start', 'chunk', 'end']);
     expect(text(replayed)).toBe('streamed once');
     expect(end(replayed)).toEqual({ ...end(streamed), replayed: true });
 
     // The same turn_id on another pair is another turn.
-    expect((await c.send('assistant', 'elsewhere', { sender: 'other', turn_id: 'a-1' } as never)).content).toBe('elsewhere');
+    expect((await c.send('assistant', 'elsewhere', { sender: 'other', turn_id: 'a-1' })).content).toBe('elsewhere');
     expect(await history(c, 'assistant', 'r')).toEqual([
       { role: 'user', content: 'only once' },
       { role: 'assistant', content: 'only once' },
@@ -114,8 +114,8 @@ describe('turn_id', () => {
     const c = await testClient(d);
     const s = senderOn(1, 'slow', 's');
     const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
-    const running = collect(c.stream('slow', words, { sender: s, turn_id: 'lost-1' } as never));
-    const queued = collect(c.stream('slow', 'queued', { sender: s, turn_id: 'lost-2' } as never));
+    const running = collect(c.stream('slow', words, { sender: s, turn_id: 'lost-1' }));
+    const queued = collect(c.stream('slow', 'queued', { sender: s, turn_id: 'lost-2' }));
     running.catch(() => {});
     queued.catch(() => {});
     await waitRunning(c, 'slow', s);
@@ -123,7 +123,7 @@ describe('turn_id', () => {
     expect(end(await running)).toMatchObject({ stop_reason: 'error', stored: 'unknown' });
     expect(end(await queued)).toMatchObject({ stop_reason: 'error', stored: false });
 
-    for (let i = 0; i < 2; i++) expect(end(await collect(c.stream('slow', words, { sender: s, turn_id: 'lost-1' } as never))).stop_reason).toBe('text');
+    for (let i = 0; i < 2; i++) expect(end(await collect(c.stream('slow', words, { sender: s, turn_id: 'lost-1' }))).stop_reason).toBe('text');
     const stored = (await history(c, 'slow', s)).filter((m) => m.role === 'user' && m.content === words);
     expect(stored).toHaveLength(1);
   });

@@ -33,6 +33,7 @@ import { ObserverHub } from './observers.ts';
 import { StoragePool } from './storage-pool.ts';
 import { readStartupState } from './startup-state.ts';
 import { busTurn } from './turn-request.ts';
+import { chainCutEvent } from './chain-budget.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, Configuration). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -187,17 +188,17 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const lifecycle: Lifecycle = { closing: false };
   const connections = new Map<number, Connection>();
 
-  const pool = new ShardPool({ count: config.workers, writeLock, log });
+  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns });
   const observers = new ObserverHub((watching) => pool.broadcast({ type: 'observe', watching }), config.maxObservers);
-  const fire = (sub: SubscriptionInfo, payload: string, depth: number): boolean => {
+  const fire = (sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean => {
     if (!agents.has(sub.target_agent)) {
       log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
       return false;
     }
-    pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth));
-    return true;
+    return pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain));
   };
-  const bus = new EventBus({ storage, log, fire, maxSubscriptions: config.maxSubscriptions }, startup.subscriptions);
+  const chainCut = (sub: SubscriptionInfo, max: number): void => observers.broadcast([sub.target_agent], [chainCutEvent(sub, max)]);
+  const bus = new EventBus({ storage, log, fire, maxChainTurns: config.maxChainTurns, chainCut, maxSubscriptions: config.maxSubscriptions }, startup.subscriptions);
   const dispatch = createDispatch({
     pool,
     storage,
@@ -225,9 +226,10 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     }),
     deliver: (conn, frames) => connections.get(conn)?.write(frames),
     agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
-    finished: ({ agent, text, depth }) => {
-      bus.publish(`agent:${agent}:done`, text, depth).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));
+    finished: ({ agent, text, depth, chain }) => {
+      bus.publish(`agent:${agent}:done`, text, depth, chain).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));
     },
+    chainTurnEnded: (chain) => bus.chainTurnEnded(chain),
   };
   await pool.start(outputs);
   return { config, log, lifecycle, connections, pool, storage, observers, dispatch, connectionLimits, limiter };

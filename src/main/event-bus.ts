@@ -8,6 +8,8 @@
 import type { Logger } from '../shared/log.ts';
 import type { StoragePool } from './storage-pool.ts';
 import { tooMany } from './limits.ts';
+import { ChainBudget } from './chain-budget.ts';
+import { DEFAULTS } from '../shared/config.ts';
 
 export interface SubscriptionInfo {
   id: number;
@@ -27,8 +29,12 @@ export const MAX_FIRE_DEPTH = 8;
 export interface EventBusOptions {
   /** Persists the table; null with persistence off (ids then come from a counter). */
   storage: StoragePool | null;
-  /** Starts the turn of a fired subscription; false if it could not (its agent is gone). */
-  fire(sub: SubscriptionInfo, payload: string, depth: number): boolean;
+  /** Starts the turn of a fired subscription in fan-out chain `chain`; false if it could not (its agent is gone, its queue is full). */
+  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean;
+  /** Fired turns one chain may start in total (`max_chain_turns`; default DEFAULTS.maxChainTurns). */
+  maxChainTurns?: number;
+  /** A chain reached its budget: shown to observers once per chain. */
+  chainCut?(sub: SubscriptionInfo, maxChainTurns: number): void;
   log: Logger;
   /** `max_subscriptions`: subscribing past it gets 429 (unlimited when absent). */
   maxSubscriptions?: number;
@@ -38,17 +44,34 @@ export class EventBus {
   readonly #opts: EventBusOptions;
   readonly #byId = new Map<number, Subscription>();
   readonly #bySource = new Map<string, Subscription[]>();
+  readonly #chains: ChainBudget;
   #nextId = 1;
   /** Subscriptions being stored: they count against the limit before they are in the table. */
   #adding = 0;
 
   constructor(opts: EventBusOptions, stored: readonly SubscriptionInfo[] = []) {
     this.#opts = opts;
+    this.#chains = new ChainBudget(opts.maxChainTurns ?? DEFAULTS.maxChainTurns);
     for (const s of stored) this.#add(s);
   }
 
   get size(): number {
     return this.#byId.size;
+  }
+
+  /** The bus's counters for `get_stats`. */
+  stats(): { chain_turns_dropped: number } {
+    return { chain_turns_dropped: this.#chains.dropped };
+  }
+
+  /** Chains with fired turns still open. */
+  get liveChains(): number {
+    return this.#chains.live;
+  }
+
+  /** A turn fired in `chain` ended: the chain is forgotten with its last turn. */
+  chainTurnEnded(chain: number): void {
+    this.#chains.turnEnded(chain);
   }
 
   #add(info: SubscriptionInfo): Subscription {
@@ -108,27 +131,43 @@ export class EventBus {
   /**
    * Fires every subscription of `source` (exact match) and removes the `once`
    * ones; resolves with how many fired, once those removals are stored.
-   * `depth` is how many fires led to this publish (0 from a client).
+   * `depth` is how many fires led to this publish (0 from a client); `chain`
+   * the fan-out chain it continues (0: it starts one).
    */
-  async publish(source: string, payload: string, depth: number): Promise<number> {
+  async publish(source: string, payload: string, depth: number, chain = 0): Promise<number> {
     const subs = this.#bySource.get(source);
     if (subs === undefined) return 0;
     if (depth + 1 > MAX_FIRE_DEPTH) {
       this.#opts.log.warn({ source, depth }, `event chain deeper than ${MAX_FIRE_DEPTH} fires: not fired further`);
       return 0;
     }
+    const inChain = this.#chains.begin(chain);
     let fired = 0;
     const used: number[] = [];
     for (const sub of subs) {
       if (sub.removed) continue;
+      if (!this.#admit(sub, inChain)) continue;
       if (sub.once) {
         this.#remove(sub);
         used.push(sub.id);
       }
-      if (this.#opts.fire(sub, payload, depth + 1)) fired++;
+      if (this.#opts.fire(sub, payload, depth + 1, inChain)) fired++;
+      else this.#chains.unadmit(inChain);
     }
+    this.#chains.settle(inChain);
     if (used.length > 0) await this.#opts.storage?.run({ op: 'subscription_delete', ids: used });
     return fired;
+  }
+
+  /** Counts a fire against its chain; past the budget it is dropped (logged and shown once per chain). */
+  #admit(sub: SubscriptionInfo, chain: number): boolean {
+    const verdict = this.#chains.admit(chain);
+    if (verdict === 'first_cut') {
+      const max = this.#chains.maxTurns;
+      this.#opts.log.warn({ source: sub.source, agent: sub.target_agent, max_chain_turns: max }, 'event chain reached max_chain_turns: further fires dropped');
+      this.#opts.chainCut?.(sub, max);
+    }
+    return verdict === 'ok';
   }
 }
 

@@ -13,17 +13,35 @@
  * usually) are batched into one postMessage per shard. Every request sent to
  * a shard is tracked until its LAST frame comes back, so that if the shard
  * dies each one still gets its final frame and nothing is left hanging.
+ *
+ * Every turn is also numbered and tracked until it ends (TurnLedger), so main
+ * can refuse turns beyond a conversation's queue limit and knows what a lost
+ * shard was running. A shard whose event loop freezes (ShardWatchdog) is
+ * terminated and replaced exactly as a crashed one is; the replacement first
+ * stores the turns it was running as ended `stalled`.
  */
 import { Worker } from 'node:worker_threads';
 import { workerScript } from './worker-script.ts';
-import { Code } from '../shared/errors.ts';
+import { AgentdError, Code } from '../shared/errors.ts';
 import { frameOf, FLAG_LAST } from '../shared/codec.ts';
 import { forEachSection, readEventList } from '../shared/byte-layouts.ts';
 import { shardOf } from '../shared/hash.ts';
-import { StopReason, zeroUsage } from '../shared/protocol.ts';
-import type { ActiveConversation, FromShard, FrameBatch, ShardInit, ToShard, TurnFinished, TurnRequest } from '../shared/threads.ts';
+import { StopReason, zeroUsage, type EndEvent } from '../shared/protocol.ts';
+import {
+  Heartbeat,
+  type ActiveConversation,
+  type FromShard,
+  type FrameBatch,
+  type ShardInit,
+  type StalledTurn,
+  type ToShard,
+  type TurnFinished,
+  type TurnRequest,
+} from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
+import { lostVerdict, TurnLedger, type OpenTurn } from './turn-ledger.ts';
+import { ShardWatchdog } from './shard-watchdog.ts';
 
 /** How a request is answered if its shard dies: `stream` needs `start`+`end`, the others one error. */
 export type RequestKind = 'stream' | 'rr';
@@ -35,6 +53,8 @@ interface Inflight {
   kind: RequestKind;
   agent: string;
   started: boolean;
+  /** The turn's seq when the request is a turn. */
+  turnSeq: number | null;
 }
 
 interface ShardThread {
@@ -46,6 +66,8 @@ interface ShardThread {
   /** Active queries and purges waiting for their answer, by id. */
   answers: Map<number, (conversations: ActiveConversation[]) => void>;
   generation: number;
+  /** The watchdog's cells of the current worker (see Heartbeat). */
+  cells: Int32Array;
 }
 
 /** A message for the shard of its pair that expects an answer. */
@@ -56,18 +78,27 @@ export interface ShardPoolOptions {
   /** The shards' write lock, released here on behalf of a shard that dies holding it. */
   writeLock: SharedArrayBuffer;
   log: Logger;
+  /** A shard whose event loop does not answer for this long is replaced. */
+  stallMs: number;
+  /** Turns a conversation may hold queued behind its running one. */
+  maxQueuedTurns: number;
 }
+
+/** What the pool adds to a shard's start-up message itself. */
+type PoolInit = 'heartbeat' | 'heartbeatMs' | 'stalled';
 
 /** Where what the shards send goes; given at start, once everything they feed exists. */
 export interface ShardOutputs {
   /** The start-up message of shard `index`; called again for a replacement. */
-  init(index: number): ShardInit;
+  init(index: number): Omit<ShardInit, PoolInit>;
   /** Writes ready-encoded frames to connection `conn` (dropped if it is gone). */
   deliver(conn: number, frames: Uint8Array): void;
   /** A batch of encoded `agent_event` bodies, with the agent of each, for the observers. */
   agentEvents(agents: readonly string[], bodies: readonly Uint8Array[]): void;
   /** A turn finished: the bus publishes `agent:<name>:done`. */
   finished(record: TurnFinished): void;
+  /** A turn of fan-out chain `chain` (not 0) ended, or was lost with its shard. */
+  chainTurnEnded(chain: number): void;
 }
 
 const QUERY_TIMEOUT_MS = 5_000;
@@ -86,19 +117,32 @@ export class ShardPool {
   #inflightCount = 0;
   #idleWaiters: (() => void)[] = [];
   readonly #flush = (): void => this.#flushAll();
+  readonly #ledger = new TurnLedger();
+  readonly #watchdog: ShardWatchdog;
+  #outputs: ShardOutputs | null = null;
+  #stalls = 0;
+  #queuedTurnsDropped = 0;
 
   constructor(opts: ShardPoolOptions) {
     this.count = opts.count;
     this.#opts = opts;
+    this.#watchdog = new ShardWatchdog(opts.stallMs, (index) => this.#onStall(this.#shards[index]!));
     for (let index = 0; index < opts.count; index++) {
-      this.#shards.push({ index, worker: null, outbound: [], inflight: new Map(), answers: new Map(), generation: 0 });
+      const cells = new Int32Array(0);
+      this.#shards.push({ index, worker: null, outbound: [], inflight: new Map(), answers: new Map(), generation: 0, cells });
     }
   }
 
   /** Starts every shard and resolves when all have said `ready`. */
   async start(outputs: ShardOutputs): Promise<void> {
-    await Promise.all(this.#shards.map((s) => this.#spawn(s, outputs)));
+    this.#outputs = outputs;
+    await Promise.all(this.#shards.map((s) => this.#spawn(s, outputs, [])));
     this.#flushAll();
+  }
+
+  /** The pool's counters for `get_stats`. */
+  stats(): { shard_stalls: number; queued_turns_dropped: number } {
+    return { shard_stalls: this.#stalls, queued_turns_dropped: this.#queuedTurnsDropped };
   }
 
   /** Requests that went to a shard and have not had their LAST frame yet. */
@@ -113,14 +157,39 @@ export class ShardPool {
   /** Sends a request to its pair's shard and tracks it until its LAST frame. */
   requestFor(msg: PairRequestMessage, kind: RequestKind): void {
     const s = this.#shardOf(msg.agent, msg.sender);
-    s.inflight.set(key(msg.conn, msg.req), { conn: msg.conn, req: msg.req, kind, agent: msg.agent, started: false });
+    let turnSeq: number | null = null;
+    if (msg.type === 'turn') {
+      this.#ledger.open(s.index, msg);
+      turnSeq = msg.seq;
+    }
+    s.inflight.set(key(msg.conn, msg.req), { conn: msg.conn, req: msg.req, kind, agent: msg.agent, started: false, turnSeq });
     this.#inflightCount++;
     this.#enqueue(s, msg);
   }
 
-  /** Sends a turn that answers no one (fired by the bus) to its pair's shard. */
-  sendFor(msg: TurnRequest): void {
-    this.#enqueue(this.#shardOf(msg.agent, msg.sender), msg);
+  /** A client's turn: sent as `requestFor` does, or refused with 429 when its conversation's queue is full. */
+  requestTurn(msg: TurnRequest, kind: RequestKind): void {
+    if (!msg.ephemeral && this.#queueFull(msg)) {
+      throw new AgentdError(Code.TooMany, `agent "${msg.agent}" has ${this.#opts.maxQueuedTurns} turns queued for sender "${msg.sender}"`);
+    }
+    this.requestFor(msg, kind);
+  }
+
+  /** Sends a turn that answers no one (fired by the bus); false (and counted) when its conversation's queue is full. */
+  sendFor(msg: TurnRequest): boolean {
+    if (this.#queueFull(msg)) {
+      this.#queuedTurnsDropped++;
+      return false;
+    }
+    const s = this.#shardOf(msg.agent, msg.sender);
+    this.#ledger.open(s.index, msg);
+    this.#enqueue(s, msg);
+    return true;
+  }
+
+  /** The pair holds its running turn and `maxQueuedTurns` queued ones. */
+  #queueFull(msg: TurnRequest): boolean {
+    return this.#ledger.held(msg.agent, msg.sender) > this.#opts.maxQueuedTurns;
   }
 
   /** Sends a message that expects no reply to every shard. */
@@ -167,12 +236,13 @@ export class ShardPool {
 
   async close(): Promise<void> {
     this.#closing = true;
+    this.#watchdog.stop();
     this.#flushAll();
     await Promise.all(this.#shards.map((s) => s.worker?.terminate()));
   }
 
-  #enqueue(s: ShardThread, msg: ToShard): void {
-    s.outbound.push(msg);
+  #enqueue(s: ShardThread, ...msgs: ToShard[]): void {
+    s.outbound.push(...msgs);
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       // A microtask: everything decoded from one socket read goes in one post.
@@ -190,16 +260,21 @@ export class ShardPool {
     }
   }
 
-  #spawn(shard: ShardThread, outputs: ShardOutputs): Promise<void> {
+  #spawn(shard: ShardThread, outputs: ShardOutputs, stalled: StalledTurn[]): Promise<void> {
     const generation = ++shard.generation;
-    const init = outputs.init(shard.index);
+    const heartbeat = new SharedArrayBuffer(Heartbeat.CELLS * Int32Array.BYTES_PER_ELEMENT);
+    shard.cells = new Int32Array(heartbeat);
+    const init: ShardInit = { ...outputs.init(shard.index), heartbeat, heartbeatMs: this.#watchdog.intervalMs, stalled };
     const worker = new Worker(workerScript('shard'), { workerData: init, transferList: [init.harnessPort] });
     shard.worker = worker;
+    // What waited for a replacement goes now; the shard takes it once its start-up work is done.
+    if (shard.outbound.length > 0) this.#enqueue(shard, ...shard.outbound.splice(0));
     return new Promise<void>((resolve, reject) => {
       let ready = false;
       worker.on('message', (msg: FromShard) => {
         if (msg.type === 'frames') return this.#onBatch(shard, msg, outputs);
         ready = true;
+        if (!this.#closing && shard.generation === generation) this.#watchdog.watch(shard.index, shard.cells);
         resolve();
       });
       worker.on('error', (err) => {
@@ -219,11 +294,14 @@ export class ShardPool {
       const f = shard.inflight.get(key(started[i]!, started[i + 1]!));
       if (f !== undefined) f.started = true;
     }
+    for (const seq of batch.turnsStarted) this.#ledger.started(seq);
     if (batch.sections !== null) forEachSection(Buffer.from(batch.sections), (conn, frames) => outputs.deliver(conn, frames));
     if (batch.agentEvents !== null) {
       outputs.agentEvents(batch.agentEventAgents, readEventList(Buffer.from(batch.agentEvents), batch.agentEventAgents.length));
     }
+    // A finished turn's `done` fires its chain's next turns before the turn itself counts as ended.
     for (const f of batch.finished) outputs.finished(f);
+    for (const seq of batch.turnsEnded) this.#turnGone(this.#ledger.ended(seq), outputs);
     for (let i = 0; i < done.length; i += 2) {
       if (shard.inflight.delete(key(done[i]!, done[i + 1]!))) this.#inflightCount--;
     }
@@ -243,16 +321,68 @@ export class ShardPool {
     for (const w of waiters) w();
   }
 
-  /** Ends every request the dead shard owed an answer, then starts a fresh shard in its slot. */
+  #turnGone(t: OpenTurn | undefined, outputs: ShardOutputs): void {
+    if (t !== undefined && t.req.chain !== 0) outputs.chainTurnEnded(t.req.chain);
+  }
+
+  /** A crashed shard: answer what it owed, then start a fresh shard in its slot. */
   #onCrash(shard: ShardThread, why: string, outputs: ShardOutputs): void {
+    this.#watchdog.unwatch(shard.index);
     WriteLock.releaseFor(this.#opts.writeLock, ownerToken(shard.index));
+    this.#endAll(shard, why, 'crash', outputs);
+    this.#respawn(shard, outputs, []);
+  }
+
+  /**
+   * A frozen shard: terminated (its exit is not taken for a crash), what it
+   * owed answered at once, and replaced once it is gone; the replacement
+   * stores the turns it was running as ended `stalled` before anything else.
+   */
+  #onStall(shard: ShardThread): void {
+    const outputs = this.#outputs;
+    const worker = shard.worker;
+    if (this.#closing || outputs === null || worker === null) return;
+    this.#stalls++;
+    shard.generation++;
+    // Messages wait in `outbound` for the replacement instead of going to the frozen thread.
+    shard.worker = null;
+    const why = `shard stalled (no answer within ${this.#opts.stallMs} ms)`;
+    this.#opts.log.error({ shard: shard.index, stallMs: this.#opts.stallMs }, 'shard stalled: replacing it');
+    const stalled = this.#endAll(shard, why, 'stall', outputs);
+    void worker.terminate().finally(() => {
+      if (this.#closing) return;
+      // Only now: a frozen shard could still be holding the lock it is released from.
+      WriteLock.releaseFor(this.#opts.writeLock, ownerToken(shard.index));
+      this.#respawn(shard, outputs, stalled);
+    });
+  }
+
+  #respawn(shard: ShardThread, outputs: ShardOutputs, stalled: StalledTurn[]): void {
+    this.#spawn(shard, outputs, stalled).catch((err: unknown) => this.#opts.log.fatal({ err, shard: shard.index }, 'replacement shard failed to start'));
+  }
+
+  /** Ends every request and turn the lost shard owed; returns the turns to store as ended `stalled`. */
+  #endAll(shard: ShardThread, why: string, cause: 'crash' | 'stall', outputs: ShardOutputs): StalledTurn[] {
+    const lost = new Map(this.#ledger.takeShard(shard.index).map((t) => [t.seq, t]));
+    const runningSeq = shard.cells.length > 0 ? Atomics.load(shard.cells, Heartbeat.RUNNING) : 0;
+    const stalled: StalledTurn[] = [];
+    for (const t of lost.values()) {
+      if (lostVerdict(t, runningSeq, cause).recordStalled) {
+        const { agent, sender, content, guest, turnId } = t.req;
+        stalled.push({ agent, sender, content, guest, turnId, error: why });
+      }
+      this.#turnGone(t, outputs);
+    }
     for (const f of shard.inflight.values()) {
+      const turn = f.turnSeq === null ? null : lostVerdict(lost.get(f.turnSeq), runningSeq, cause);
       if (f.kind === 'stream') {
         if (!f.started) outputs.deliver(f.conn, frameOf(f.req, 0, { stream: { start: { agent: f.agent } } }));
-        const end = { agent: f.agent, error: why, model: '', usage: zeroUsage(), stop_reason: StopReason.Error };
+        const end: EndEvent = { agent: f.agent, error: why, model: '', usage: zeroUsage(), stop_reason: turn?.stopReason ?? StopReason.Error };
+        if (turn !== null) end.stored = turn.stored;
         outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, { stream: { end } }));
       } else {
-        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, { error: { code: Code.Internal, message: why } }));
+        const error = turn === null ? { code: Code.Internal, message: why } : { code: Code.Internal, message: why, stored: turn.stored };
+        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, { error }));
       }
     }
     this.#inflightCount -= shard.inflight.size;
@@ -261,6 +391,6 @@ export class ShardPool {
     for (const answer of shard.answers.values()) answer([]);
     shard.answers.clear();
     if (this.#inflightCount === 0) this.#wakeIdle();
-    this.#spawn(shard, outputs).catch((err: unknown) => this.#opts.log.fatal({ err, shard: shard.index }, 'replacement shard failed to start'));
+    return stalled;
   }
 }

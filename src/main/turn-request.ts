@@ -16,6 +16,8 @@ export interface TurnFields {
   onBusy?: OnBusy;
   toolChoice?: ToolChoice | null;
   depth?: number;
+  turnId?: string | null;
+  chain?: number;
 }
 
 export function turnRequest(f: TurnFields): TurnRequest {
@@ -33,10 +35,13 @@ export function turnRequest(f: TurnFields): TurnRequest {
     onBusy: f.onBusy ?? 'enqueue',
     toolChoice: f.toolChoice ?? null,
     depth: f.depth ?? 0,
+    seq: 0, // the shard pool numbers it when it routes it
+    turnId: f.turnId ?? null,
+    chain: f.chain ?? 0,
   };
 }
 
 /** The turn a fired subscription runs: for the pair (target agent, `event:<source>`), answering no one. */
-export function busTurn(agent: string, source: string, payload: string, depth: number): TurnRequest {
-  return turnRequest({ conn: BUS_CONN, req: 0, mode: 'event', agent, sender: `event:${source}`, content: payload, depth });
+export function busTurn(agent: string, source: string, payload: string, depth: number, chain: number): TurnRequest {
+  return turnRequest({ conn: BUS_CONN, req: 0, mode: 'event', agent, sender: `event:${source}`, content: payload, depth, chain });
 }

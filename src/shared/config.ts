@@ -128,6 +128,12 @@ export interface ResolvedConfig {
   maxSubscriptions: number;
   /** Open `subscribe_events` streams one connection may hold; beyond it 429. */
   maxObservers: number;
+  /** A shard whose event loop does not answer the watchdog for this long is replaced. */
+  shardStallMs: number;
+  /** Fired turns one chain (one publish or one finished turn, and all that follows) may start in total. */
+  maxChainTurns: number;
+  /** Turns one conversation may hold queued behind its running one. */
+  maxQueuedTurns: number;
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
@@ -150,6 +156,9 @@ export const DEFAULTS = {
   maxAgents: 1_000,
   maxSubscriptions: 100_000,
   maxObservers: 64,
+  shardStallMs: 10_000,
+  maxChainTurns: 1_000,
+  maxQueuedTurns: 1_000,
 } as const;
 
 /** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
@@ -203,6 +212,9 @@ export interface FileSettings {
   max_agents?: number;
   max_subscriptions?: number;
   max_observers?: number;
+  shard_stall_ms?: number;
+  max_chain_turns?: number;
+  max_queued_turns?: number;
   agents?: Record<string, AgentConfig>;
 }
 
@@ -210,6 +222,7 @@ const FILE_KEYS = [
   'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
   'max_agents', 'max_subscriptions', 'max_observers',
+  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
@@ -396,6 +409,10 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   if (raw.max_agents !== undefined) out.max_agents = positiveInt(raw.max_agents, source, 'max_agents');
   if (raw.max_subscriptions !== undefined) out.max_subscriptions = positiveInt(raw.max_subscriptions, source, 'max_subscriptions');
   if (raw.max_observers !== undefined) out.max_observers = positiveInt(raw.max_observers, source, 'max_observers');
+  // Below 100 ms a busy but healthy shard (a large commit) would be taken for a stalled one.
+  if (raw.shard_stall_ms !== undefined) out.shard_stall_ms = positiveInt(raw.shard_stall_ms, source, 'shard_stall_ms', 100);
+  if (raw.max_chain_turns !== undefined) out.max_chain_turns = positiveInt(raw.max_chain_turns, source, 'max_chain_turns');
+  if (raw.max_queued_turns !== undefined) out.max_queued_turns = positiveInt(raw.max_queued_turns, source, 'max_queued_turns');
   if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
   const providerNames = Object.keys(out.providers ?? {});
   if (raw.agents !== undefined) {

@@ -76,6 +76,26 @@ const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  // 4: retries without duplicates. The outcome of each turn a client named
+  // with a turn_id, so a retry replays it instead of running it again; and
+  // the stop reason of a message that ends a turn abnormally (a stalled
+  // shard's turn is stored as a user message and an empty assistant message
+  // with stop_reason 'stalled').
+  `
+  ALTER TABLE messages ADD COLUMN stop_reason TEXT;
+  CREATE TABLE turn_outcomes (
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    turn_id     TEXT NOT NULL,
+    agent       TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    stop_reason TEXT NOT NULL,
+    error       TEXT NOT NULL,
+    usage       TEXT NOT NULL,
+    final_text  TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, turn_id)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -12,6 +12,8 @@ export const StopReason = {
   NoAction: 'no_action',
   Cancelled: 'cancelled',
   Error: 'error',
+  /** Its shard stopped answering the watchdog while it ran (PROTOCOL §6). */
+  Stalled: 'stalled',
 } as const;
 export type StopReason = (typeof StopReason)[keyof typeof StopReason];
 
@@ -45,7 +47,17 @@ export interface EndEvent {
   model: string;
   usage: Usage;
   stop_reason: StopReason;
+  /** Present on a retried turn answered from storage (its turn_id was stored). */
+  replayed?: boolean;
+  /** Present on a turn lost with its shard: whether it was stored. */
+  stored?: Stored;
 }
+
+/** Whether a turn lost with its shard was stored: `unknown` when it was running and could have committed. */
+export type Stored = boolean | 'unknown';
+
+/** Longest `turn_id`, in UTF-8 bytes. */
+export const MAX_TURN_ID_BYTES = 64;
 
 /** A default sender is used when a client leaves `sender` absent or empty (PROTOCOL §3). */
 export const DEFAULT_SENDER = 'user';

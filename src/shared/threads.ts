@@ -26,6 +26,30 @@ export interface ShardInit {
   logLevel: string;
   /** Test-only fault injection (AGENTD_TEST_CRASH_TOKEN); null in production. */
   crashToken: string | null;
+  /** The watchdog's cells (see Heartbeat): the shard bumps HEARTBEAT_BEAT every heartbeatMs. */
+  heartbeat: SharedArrayBuffer;
+  heartbeatMs: number;
+  /** Turns its stalled predecessor was running: stored as ended `stalled` before any message is taken. */
+  stalled: StalledTurn[];
+}
+
+/**
+ * The watchdog's view of a shard, an Int32Array over ShardInit.heartbeat:
+ * the shard's timer bumps BEAT (a busy event loop stops bumping it), and the
+ * job runner stores the seq of the turn it starts in RUNNING before running
+ * it, so main knows which turn a frozen shard was in.
+ */
+export const Heartbeat = { BEAT: 0, RUNNING: 1, CELLS: 2 } as const;
+
+/** A turn that was running on a shard main replaced for stalling. */
+export interface StalledTurn {
+  agent: string;
+  sender: string;
+  content: string;
+  guest: string | null;
+  turnId: string | null;
+  /** The `end.error` its client got. */
+  error: string;
 }
 
 export interface TurnRequest {
@@ -44,6 +68,12 @@ export interface TurnRequest {
   toolChoice: ToolChoice | null;
   /** How many bus fires led to this turn: 0 for a client's turn. */
   depth: number;
+  /** Set by the shard pool: the turn's number, unique among open turns (it names the turn in `turnsStarted`/`turnsEnded`). */
+  seq: number;
+  /** The client's idempotency key: a turn whose id is stored for the pair is replayed, not run. */
+  turnId: string | null;
+  /** The fan-out chain a fired turn belongs to (its `done` continues it); 0 for a client's turn. */
+  chain: number;
 }
 
 export interface KillRequest {
@@ -154,12 +184,16 @@ export interface FrameBatch {
   agentEventAgents: string[];
   /** Turns that finished (not guest, not ephemeral): each publishes `agent:<name>:done`. */
   finished: TurnFinished[];
+  /** Seqs of turns that started running / sent their last reply (main tracks open turns by them). */
+  turnsStarted: number[];
+  turnsEnded: number[];
 }
 
 export interface TurnFinished {
   agent: string;
   text: string;
   depth: number;
+  chain: number;
 }
 
 /** What a shard sees of main's harness host, through comlink (PROTOCOL §5). */

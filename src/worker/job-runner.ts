@@ -13,11 +13,13 @@ import type { CompactJob, Conversation, Job, Turn } from './conversation.ts';
 import type { Models } from './models/index.ts';
 import type { Message } from './models/types.ts';
 import type { FrameOut } from './outbox.ts';
-import type { ConversationStore } from './store.ts';
+import type { ConversationStore, TurnOutcome } from './store.ts';
 import { NO_TOOLS } from './tools.ts';
 import { summarize } from './compaction.ts';
 import { TurnWriter } from './turn-writer.ts';
 import type { Harness } from './harness.ts';
+import { markRunning } from './liveness.ts';
+import { replayTurn } from './turn-replay.ts';
 
 /** Why a job was cancelled; becomes `end.error`. */
 export const CancelReason = {
@@ -133,6 +135,11 @@ export class JobRunner {
 
   async #runTurn(turn: Turn): Promise<void> {
     const { req, reply } = turn;
+    // Stored before anything runs: if this turn freezes the shard, main knows which one it was.
+    markRunning(req.seq);
+    this.#o.outbox.turnStarted(req.seq);
+    const stored = this.#storedOutcome(turn);
+    if (stored !== null) return replayTurn(this.#o.outbox, req, stored);
     const answering = req.guest ?? req.agent;
     reply.start(answering);
     try {
@@ -147,6 +154,12 @@ export class JobRunner {
       this.#o.log.error({ err, agent: req.agent }, 'turn failed outside the agent loop');
       reply.endEmpty(answering, StopReason.Error, String(err));
     }
+  }
+
+  /** The outcome of a turn with the same turn_id already stored for this pair, if any (checked when the turn comes up, so a retry queued behind its original sees it). */
+  #storedOutcome({ req, conv }: Turn): TurnOutcome | null {
+    if (req.turnId === null || conv.transient || conv.dbId === null || this.#o.store === null) return null;
+    return this.#o.store.outcome(conv.dbId, req.turnId);
   }
 
   async #runLoop(turn: Turn, answering: string, config: AgentConfig): Promise<void> {
@@ -175,7 +188,11 @@ export class JobRunner {
       emit: reply.event,
     });
     let { stopReason, error } = result;
-    const failure = await this.#commit(conv, [user, ...result.produced], req.agent);
+    const outcome: TurnOutcome | null =
+      req.turnId === null
+        ? null
+        : { turnId: req.turnId, agent: answering, model: config.model, stopReason, error, usage: result.usage, finalText: result.finalText };
+    const failure = await this.#commit(conv, [user, ...result.produced], req.agent, outcome);
     if (failure !== null) {
       stopReason = StopReason.Error;
       error = failure;
@@ -184,10 +201,10 @@ export class JobRunner {
   }
 
   /** Stores a finished turn (before `end` is sent: a client that saw `end` can rely on it); the error text if that failed. */
-  async #commit(conv: Conversation, messages: Message[], agent: string): Promise<string | null> {
+  async #commit(conv: Conversation, messages: Message[], agent: string, outcome: TurnOutcome | null): Promise<string | null> {
     if (conv.transient || conv.deleted) return null;
     try {
-      if (this.#writer !== null) await this.#writer.write(conv, messages);
+      if (this.#writer !== null) await this.#writer.write(conv, messages, outcome);
       if (!conv.deleted) conv.append(messages);
       return null;
     } catch (err) {

@@ -31,6 +31,9 @@ export interface FrameOut {
   started(conn: number, req: number): void;
   agentEvent(agent: string, value: unknown): void;
   finished(record: TurnFinished): void;
+  /** A turn (by its seq) started running / sent its last reply: main tracks open turns for its watchdog. */
+  turnStarted(seq: number): void;
+  turnEnded(seq: number): void;
   activeAnswer(answer: ActiveAnswer): void;
   purged(id: number): void;
 }
@@ -44,6 +47,8 @@ export class Outbox implements FrameOut {
   #activeAnswers: ActiveAnswer[] = [];
   #purged: number[] = [];
   #finished: TurnFinished[] = [];
+  #turnsStarted: number[] = [];
+  #turnsEnded: number[] = [];
   readonly #events = new GrowableBytes(Buffer.allocUnsafe(INITIAL_SECTION_BYTES));
   #eventAgents: string[] = [];
   #scheduled = false;
@@ -81,6 +86,16 @@ export class Outbox implements FrameOut {
   /** A turn finished: main publishes `agent:<name>:done`. */
   finished(record: TurnFinished): void {
     this.#finished.push(record);
+    this.#schedule();
+  }
+
+  turnStarted(seq: number): void {
+    this.#turnsStarted.push(seq);
+    this.#schedule();
+  }
+
+  turnEnded(seq: number): void {
+    this.#turnsEnded.push(seq);
     this.#schedule();
   }
 
@@ -142,7 +157,8 @@ export class Outbox implements FrameOut {
   }
 
   get #empty(): boolean {
-    return this.#done.length === 0 && this.#started.length === 0 && this.#activeAnswers.length === 0 && this.#purged.length === 0 && this.#finished.length === 0;
+    return this.#done.length === 0 && this.#started.length === 0 && this.#activeAnswers.length === 0 && this.#purged.length === 0 && this.#finished.length === 0 &&
+      this.#turnsStarted.length === 0 && this.#turnsEnded.length === 0;
   }
 
   flush(): void {
@@ -160,7 +176,11 @@ export class Outbox implements FrameOut {
       agentEvents,
       agentEventAgents: this.#eventAgents,
       finished: this.#finished,
+      turnsStarted: this.#turnsStarted,
+      turnsEnded: this.#turnsEnded,
     };
+    this.#turnsStarted = [];
+    this.#turnsEnded = [];
     this.#started = [];
     this.#done = [];
     this.#activeAnswers = [];

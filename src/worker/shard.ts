@@ -13,6 +13,8 @@ import { TurnScheduler } from './turn-scheduler.ts';
 import { Models } from './models/index.ts';
 import { Harness } from './harness.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
+import { startHeartbeat } from './liveness.ts';
+import { recordStalledTurns } from './stalled-turns.ts';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
@@ -28,6 +30,10 @@ const scheduler = new TurnScheduler({
   models: new Models(init.providers),
   harness: new Harness(init.harnessPort, init.home, init.providers),
 });
+
+startHeartbeat(init.heartbeat, init.heartbeatMs);
+// Before any message is taken: the pair's next turn must see how the stalled one ended.
+if (store !== null) recordStalledTurns(store, init.stalled, log);
 
 port.on('message', (batch: ToShard[]) => {
   for (const msg of batch) {

@@ -7,6 +7,8 @@
 import type { Db } from '../shared/db.ts';
 import type { Transaction } from 'better-sqlite3';
 import { now } from '../shared/db.ts';
+import { StopReason, zeroUsage, type Usage } from '../shared/protocol.ts';
+import type { StalledTurn } from '../shared/threads.ts';
 import type { Message } from './models/types.ts';
 import { TITLE_CHARS } from './conversation.ts';
 import type { WriteLock } from '../shared/write-lock.ts';
@@ -18,6 +20,34 @@ export interface ConversationRef {
   sender: string;
   title: string;
   stored: number;
+}
+
+/** How a turn named by a client's turn_id ended: what a retry of it is answered with. */
+export interface TurnOutcome {
+  turnId: string;
+  /** The answering agent (the guest, on a guest turn). */
+  agent: string;
+  model: string;
+  stopReason: StopReason;
+  error: string;
+  usage: Usage;
+  finalText: string;
+}
+
+/** One finished turn to write: its messages and, when the client named it, its outcome. */
+export interface TurnRecord {
+  conv: ConversationRef;
+  messages: readonly Message[];
+  outcome?: TurnOutcome | null;
+}
+
+interface OutcomeRow {
+  agent: string;
+  model: string;
+  stop_reason: string;
+  error: string;
+  usage: string;
+  final_text: string;
 }
 
 export interface StoredConversation {
@@ -40,6 +70,7 @@ interface MessageRow {
   tool_call_id: string | null;
   name: string | null;
   is_error: number;
+  stop_reason: string | null;
 }
 
 function toMessage(r: MessageRow): Message {
@@ -49,6 +80,7 @@ function toMessage(r: MessageRow): Message {
   if (r.tool_call_id !== null) m.tool_call_id = r.tool_call_id;
   if (r.name !== null) m.name = r.name;
   if (r.is_error) m.is_error = true;
+  if (r.stop_reason !== null) m.stop_reason = r.stop_reason;
   return m;
 }
 
@@ -69,6 +101,8 @@ export class ConversationStore {
   readonly #insertConversation;
   readonly #touch;
   readonly #insertMessage;
+  readonly #insertOutcome;
+  readonly #findOutcome;
   readonly #insertFts;
   readonly #insertTitleFts;
   readonly #setSummary;
@@ -76,8 +110,8 @@ export class ConversationStore {
   readonly #deleteFts;
   readonly #deleteTitleFts;
   readonly #deleteConversation;
-  /** Writes a turn's messages in one transaction; returns the conversation's row id (creating the row on its first turn). */
-  readonly appendTurn: Transaction<(conv: ConversationRef, messages: readonly Message[]) => number>;
+  /** Writes a turn's messages (and outcome) in one transaction; returns the conversation's row id (creating the row on its first turn). */
+  readonly appendTurn: Transaction<(conv: ConversationRef, messages: readonly Message[], outcome?: TurnOutcome | null) => number>;
 
   constructor(db: Db, lock: WriteLock) {
     this.#db = db;
@@ -86,15 +120,21 @@ export class ConversationStore {
       'SELECT id, title, created_at, summary, summary_upto, message_count FROM conversations WHERE agent = ? AND sender = ?',
     );
     this.#recent = db.prepare<[number, number], MessageRow>(
-      'SELECT idx, role, content, agent, tool_calls, tool_call_id, name, is_error FROM messages WHERE conversation_id = ? AND idx >= ? ORDER BY idx',
+      'SELECT idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason FROM messages WHERE conversation_id = ? AND idx >= ? ORDER BY idx',
     );
     this.#all = this.#recent;
     this.#insertConversation = db.prepare<[string, string, string, string, string], { id: number }>(
       'INSERT INTO conversations (agent, sender, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id',
     );
     this.#touch = db.prepare<[string, number, number]>('UPDATE conversations SET updated_at = ?, message_count = ? WHERE id = ?');
-    this.#insertMessage = db.prepare<[number, number, string, string, string | null, string | null, string | null, string | null, number, string], { id: number }>(
-      'INSERT INTO messages (conversation_id, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
+    this.#insertMessage = db.prepare<[number, number, string, string, string | null, string | null, string | null, string | null, number, string | null, string], { id: number }>(
+      'INSERT INTO messages (conversation_id, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
+    );
+    this.#insertOutcome = db.prepare<[number, string, string, string, string, string, string, string, string]>(
+      'INSERT INTO turn_outcomes (conversation_id, turn_id, agent, model, stop_reason, error, usage, final_text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.#findOutcome = db.prepare<[number, string], OutcomeRow>(
+      'SELECT agent, model, stop_reason, error, usage, final_text FROM turn_outcomes WHERE conversation_id = ? AND turn_id = ?',
     );
     this.#insertFts = db.prepare<[number, string, string, string, number, number]>(
       'INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx) VALUES (?, ?, ?, ?, ?, ?)',
@@ -106,7 +146,7 @@ export class ConversationStore {
     this.#deleteTitleFts = db.prepare<[number]>('DELETE FROM conversations_fts WHERE rowid = ?');
     this.#deleteConversation = db.prepare<[number]>('DELETE FROM conversations WHERE id = ?');
 
-    const append = (conv: ConversationRef, messages: readonly Message[]): number => {
+    const append = (conv: ConversationRef, messages: readonly Message[], outcome: TurnOutcome | null = null): number => {
       const at = now();
       let id = conv.dbId;
       if (id === null) {
@@ -119,17 +159,21 @@ export class ConversationStore {
         const row = this.#insertMessage.get(
           id, idx++, m.role, m.content, m.agent ?? null,
           m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls),
-          m.tool_call_id ?? null, m.name ?? null, m.is_error ? 1 : 0, at,
+          m.tool_call_id ?? null, m.name ?? null, m.is_error ? 1 : 0, m.stop_reason ?? null, at,
         )!;
         const text = searchable(m);
         if (text !== null) this.#insertFts.run(row.id, ...text, id, idx - 1);
       }
       this.#touch.run(at, idx, id);
+      if (outcome !== null) {
+        const o = outcome;
+        this.#insertOutcome.run(id, o.turnId, o.agent, o.model, o.stopReason, o.error, JSON.stringify(o.usage), o.finalText, at);
+      }
       return id;
     };
     this.appendTurn = db.transaction(append);
-    this.#writeTurnsTx = db.transaction((turns: readonly { conv: ConversationRef; messages: readonly Message[] }[]) => {
-      const ids = turns.map(({ conv, messages }) => append(conv, messages));
+    this.#writeTurnsTx = db.transaction((turns: readonly TurnRecord[]) => {
+      const ids = turns.map((t) => append(t.conv, t.messages, t.outcome));
       // Row ids are kept only once the whole batch committed.
       return () => turns.forEach(({ conv }, i) => (conv.dbId = ids[i]!));
     });
@@ -145,7 +189,7 @@ export class ConversationStore {
    * `dbId` (`locked`: the caller already holds the write lock). If the batch fails, each turn is retried in a transaction of its
    * own, so one bad turn cannot sink the others; the result says which failed.
    */
-  writeTurns(turns: readonly { conv: ConversationRef; messages: readonly Message[] }[], locked = false): (Error | null)[] {
+  writeTurns(turns: readonly TurnRecord[], locked = false): (Error | null)[] {
     try {
       // IMMEDIATE takes SQLite's write lock at BEGIN; holding ours first means it is free.
       if (locked) {
@@ -160,15 +204,48 @@ export class ConversationStore {
       return turns.map(() => null);
     } catch (batchError) {
       if (turns.length === 1) return [batchError as Error];
-      return turns.map(({ conv, messages }) => {
+      return turns.map((turn) => {
         try {
-          conv.dbId = this.#lock.with(() => this.appendTurn.immediate(conv, messages));
+          turn.conv.dbId = this.#lock.with(() => this.appendTurn.immediate(turn.conv, turn.messages, turn.outcome));
           return null;
         } catch (err) {
           return err as Error;
         }
       });
     }
+  }
+
+  /** The stored outcome of the conversation's turn named `turnId`, if there is one. */
+  outcome(conversationId: number, turnId: string): TurnOutcome | null {
+    const r = this.#findOutcome.get(conversationId, turnId);
+    if (r === undefined) return null;
+    return {
+      turnId,
+      agent: r.agent,
+      model: r.model,
+      stopReason: r.stop_reason as StopReason,
+      error: r.error,
+      usage: JSON.parse(r.usage) as Usage,
+      finalText: r.final_text,
+    };
+  }
+
+  /**
+   * Stores a turn its stalled shard was running as ended `stalled`: its user
+   * message and an empty assistant message marked so. Skipped if the turn's
+   * turn_id is stored already (it committed just before the shard froze).
+   */
+  recordStalled(t: StalledTurn): void {
+    const row = this.#find.get(t.agent, t.sender);
+    if (row !== undefined && t.turnId !== null && this.#findOutcome.get(row.id, t.turnId) !== undefined) return;
+    const conv: ConversationRef = { dbId: row?.id ?? null, agent: t.agent, sender: t.sender, title: row?.title ?? '', stored: row?.message_count ?? 0 };
+    const ended: Message = { role: 'assistant', content: '', stop_reason: StopReason.Stalled };
+    if (t.guest !== null) ended.agent = t.guest;
+    const outcome: TurnOutcome | null =
+      t.turnId === null
+        ? null
+        : { turnId: t.turnId, agent: t.guest ?? t.agent, model: '', stopReason: StopReason.Stalled, error: t.error, usage: zeroUsage(), finalText: '' };
+    this.#lock.with(() => this.appendTurn.immediate(conv, [{ role: 'user', content: t.content }, ended], outcome));
   }
 
   load(agent: string, sender: string): StoredConversation | null {

@@ -75,7 +75,8 @@ export class TurnReply {
     const req = this.#req;
     if (this.#outbox.observing) this.#observe('done', { content: finalText });
     const finishedNormally = end.stop_reason !== StopReason.Cancelled && end.stop_reason !== StopReason.Error;
-    if (finishedNormally && req.guest === null && !req.ephemeral) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth });
+    if (finishedNormally && req.guest === null && !req.ephemeral) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth, chain: req.chain });
+    this.#outbox.turnEnded(req.seq);
     if (req.mode === 'stream') {
       this.#outbox.frame(req.conn, req.req, true, { stream: { end } });
     } else if (req.mode === 'send') {
@@ -92,6 +93,7 @@ export class TurnReply {
 
   /** Refuses the request before it started (no `start` was sent). */
   error(code: number, message: string): void {
+    this.#outbox.turnEnded(this.#req.seq);
     if (this.#req.mode === 'event') return;
     this.#outbox.frame(this.#req.conn, this.#req.req, true, { error: { code, message } });
   }

@@ -16,6 +16,7 @@ import type { ConversationStore } from './store.ts';
 import { TurnReply } from './turn-reply.ts';
 import { Cancellation } from './cancellation.ts';
 import type { Harness } from './harness.ts';
+import type { Message } from './models/types.ts';
 import { ConversationTable } from './conversation-table.ts';
 import { CancelReason, errorTo, JobRunner, replyTo } from './job-runner.ts';
 
@@ -31,6 +32,14 @@ export interface SchedulerOptions {
   memoryConversations: number;
   models: Models;
   harness: Harness;
+}
+
+/** A message as `get_conversation_history` shows it: `agent` only on a guest's, `stop_reason` only on a stalled turn's record. */
+function historyMessage(m: Message): Record<string, string> {
+  const shown: Record<string, string> = { role: m.role, content: m.content };
+  if (m.agent !== undefined) shown.agent = m.agent;
+  if (m.stop_reason !== undefined) shown.stop_reason = m.stop_reason;
+  return shown;
 }
 
 type PairAddress = { conn: number; req: number; agent: string; sender: string };
@@ -127,7 +136,7 @@ export class TurnScheduler {
         agent: req.agent,
         sender: req.sender,
         title: conv.title,
-        messages: messages.map((m) => (m.agent === undefined ? { role: m.role, content: m.content } : { role: m.role, content: m.content, agent: m.agent })),
+        messages: messages.map(historyMessage),
       },
     });
   }

@@ -11,14 +11,12 @@
  * After a few misses it waits for the lock, so no turn waits long.
  */
 import type { Message } from './models/types.ts';
-import type { ConversationRef, ConversationStore } from './store.ts';
+import type { ConversationRef, ConversationStore, TurnOutcome, TurnRecord } from './store.ts';
 
 /** Event-loop turns a batch may wait for a busy lock before this shard blocks on it. */
 const MAX_MISSES = 8;
 
-interface Pending {
-  conv: ConversationRef;
-  messages: readonly Message[];
+interface Pending extends TurnRecord {
   resolve(): void;
   reject(err: Error): void;
 }
@@ -34,10 +32,10 @@ export class TurnWriter {
     this.#store = store;
   }
 
-  /** Resolves once the turn is committed (and `conv.dbId` is set); rejects if its write failed. */
-  write(conv: ConversationRef, messages: readonly Message[]): Promise<void> {
+  /** Resolves once the turn (and its outcome, if named) is committed and `conv.dbId` is set; rejects if its write failed. */
+  write(conv: ConversationRef, messages: readonly Message[], outcome: TurnOutcome | null = null): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ conv, messages, resolve, reject });
+      this.#pending.push({ conv, messages, outcome, resolve, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(this.#flush);

@@ -13,7 +13,8 @@ import type { ToShard } from '../../src/shared/threads.ts';
 /** A dispatch over fakes: the pool records what it was asked to route; replies are collected. */
 function harness() {
   const routed: [ToShard, string][] = [];
-  const pool = { count: 2, requestFor: (msg: ToShard, kind: string) => routed.push([msg, kind]), activeConversations: async () => [] };
+  const route = (msg: ToShard, kind: string) => routed.push([msg, kind]);
+  const pool = { count: 2, requestFor: route, requestTurn: route, activeConversations: async () => [], stats: () => ({}) };
   const agents = new AgentRegistry({ assistant: validateAgentConfig({}, 'test', 'assistant') }, 'assistant');
   const state = { closing: false };
   const ctx: DispatchContext = {
@@ -66,7 +67,7 @@ describe('dispatch', () => {
       [
         {
           type: 'turn', conn: 42, req: 7, mode: 'stream', agent: 'assistant', sender: 'user', content: 'hi',
-          guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0,
+          guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0, seq: 0, turnId: null, chain: 0,
         },
         'stream',
       ],

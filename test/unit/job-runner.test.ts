@@ -28,6 +28,8 @@ function fakeOutbox(): FrameOut & { frames: Frame[]; finishedAgents: string[] } 
     finishedAgents,
     frame: (conn, req, last, value) => frames.push({ conn, req, last, value }),
     started: () => {},
+    turnStarted: () => {},
+    turnEnded: () => {},
     agentEvent: () => {},
     finished: (r) => finishedAgents.push(r.agent),
     activeAnswer: () => {},

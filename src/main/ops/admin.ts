@@ -18,6 +18,8 @@ async function stats(ctx: DispatchContext): Promise<unknown> {
       ...ctx.transportStats(),
       observers: ctx.observers.count,
       limits: ctx.limits,
+      ...ctx.bus.stats(),
+      ...ctx.pool.stats(),
     },
   };
 }

@@ -1,8 +1,18 @@
 /** Turns: `stream` and `send` run a turn on the pair's shard; `kill` cancels the pair's turns. */
 import { AgentdError, Code } from '../../shared/errors.ts';
-import { OnBusy } from '../../shared/protocol.ts';
+import { MAX_TURN_ID_BYTES, OnBusy } from '../../shared/protocol.ts';
+import type { Args } from '../../shared/args.ts';
 import { turnRequest } from '../turn-request.ts';
-import { op, ROUTED, type Handler, type OpTable } from './op-table.ts';
+import { op, ROUTED, type ArgReader, type Handler, type OpTable } from './op-table.ts';
+
+/** The client's idempotency key for a turn: absent or empty means none; at most 64 bytes. */
+function turnId(read: ArgReader, args: Args): string | null {
+  const id = read.optStr(args, 'turn_id');
+  if (id !== null && Buffer.byteLength(id) > MAX_TURN_ID_BYTES) {
+    throw new AgentdError(Code.BadRequest, `${read.op}.turn_id must be at most ${MAX_TURN_ID_BYTES} bytes`);
+  }
+  return id;
+}
 
 const runTurn =
   (mode: 'stream' | 'send'): Handler =>
@@ -22,8 +32,9 @@ const runTurn =
       correlationId: streaming ? (read.optUint(args, 'correlation_id') ?? null) : null,
       onBusy: read.optEnum(args, 'on_busy', OnBusy) ?? 'enqueue',
       toolChoice: read.toolChoice(args),
+      turnId: turnId(read, args),
     });
-    ctx.pool.requestFor(msg, streaming ? 'stream' : 'rr');
+    ctx.pool.requestTurn(msg, streaming ? 'stream' : 'rr');
     return ROUTED;
   };
 

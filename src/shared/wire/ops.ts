@@ -21,6 +21,8 @@ export interface TurnArgs {
   sender?: string;
   tool_choice?: ToolChoice;
   on_busy?: OnBusy;
+  /** Names the turn so a retry is replayed from storage, not run twice (at most 64 bytes). */
+  turn_id?: string;
 }
 
 export interface StreamArgs extends TurnArgs {
@@ -69,6 +71,8 @@ export interface SendResponse {
   content: string;
   model: string;
   usage: Usage;
+  /** Present on a retried turn answered from storage. */
+  replayed?: boolean;
 }
 
 export interface CompactReply {
@@ -149,7 +153,7 @@ export type AgentEventKind =
   | 'text_start' | 'text_delta' | 'text_end'
   | 'thinking_start' | 'thinking_delta' | 'thinking_end'
   | 'tool_start' | 'tool_result' | 'tools_complete'
-  | 'done' | 'lagged';
+  | 'done' | 'lagged' | 'chain_cut';
 
 /** One event of the agent event stream (`subscribe_events`). */
 export interface AgentEvent {
@@ -278,6 +282,12 @@ export interface Stats {
   refused_connections: { unix: number; tcp: number };
   /** Open `subscribe_events` streams, all connections together. */
   observers: number;
+  /** Fired turns dropped because their chain reached `max_chain_turns`, since start. */
+  chain_turns_dropped: number;
+  /** Worker threads replaced because they stopped answering, since start. */
+  shard_stalls: number;
+  /** Fired turns dropped because their conversation's queue was full, since start. */
+  queued_turns_dropped: number;
   /** The configured limits in force, each answered with 429 when reached. */
   limits: Record<string, number>;
 }

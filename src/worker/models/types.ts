@@ -17,6 +17,8 @@ export interface Message {
   /** The tool's name, on a tool message. */
   name?: string;
   is_error?: boolean;
+  /** Set only on the message that records a turn ended abnormally (`stalled`); never sent to a model. */
+  stop_reason?: string;
 }
 
 export interface ToolSpec {

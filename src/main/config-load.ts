@@ -80,6 +80,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     persist: file.persist ?? DEFAULTS.persist,
     memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
     storageThreads: file.storage_threads ?? DEFAULTS.storageThreads,
+    toolTimeoutMs: file.tool_timeout_ms ?? DEFAULTS.toolTimeoutMs,
     agents: file.agents ?? defaultAgents(),
     configFile,
   });

@@ -29,6 +29,7 @@ import { ObserverHub } from './observers.ts';
 import { StoragePool } from './storage-pool.ts';
 import { readStartupState } from './startup-state.ts';
 import { busTurn } from './turn-request.ts';
+import { McpHub } from './mcp-hub.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, Configuration). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -55,6 +56,8 @@ interface DaemonParts {
   /** null when persistence is off. */
   storage: StoragePool | null;
   observers: ObserverHub;
+  /** The MCP thread, owner of every MCP connection. */
+  mcp: McpHub;
   dispatch: Dispatch;
 }
 
@@ -127,6 +130,7 @@ export class Daemon implements ConnectionHost {
   closed(conn: Connection, cancelTurns: boolean): void {
     this.#parts.connections.delete(conn.id);
     this.#parts.observers.connClosed(conn.id);
+    this.#parts.mcp.events.connClosed(conn.id);
     if (cancelTurns) this.#parts.pool.broadcast({ type: 'conn_closed', conn: conn.id });
   }
 
@@ -141,6 +145,7 @@ export class Daemon implements ConnectionHost {
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
     observers.closeAll();
+    this.#parts.mcp.events.closeAll();
     pool.broadcast({ type: 'shutdown' });
     const deadline = sleep(this.config.shutdownGraceMs, undefined, { ref: false });
     const timedOut = await Promise.race([pool.idle().then(() => false), deadline.then(() => true)]);
@@ -155,6 +160,7 @@ export class Daemon implements ConnectionHost {
     await Promise.all([...this.#parts.connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
     for (const server of this.#servers) if (server.listening) server.close();
     await this.#parts.pool.close();
+    await this.#parts.mcp.close();
     await this.#parts.storage?.close();
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
   }
@@ -176,6 +182,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const lifecycle: Lifecycle = { closing: false };
   const connections = new Map<number, Connection>();
 
+  const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, toolTimeoutMs: config.toolTimeoutMs, log });
   const pool = new ShardPool({ count: config.workers, writeLock, log });
   const observers = new ObserverHub((watching) => pool.broadcast({ type: 'observe', watching }));
   const fire = (sub: SubscriptionInfo, payload: string, depth: number): boolean => {
@@ -194,7 +201,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     observers,
     agents,
     skills: new SkillCatalogue(config.home, log),
-    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, log }),
+    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, log, onChange: () => mcp.sync() }),
+    mcp,
     defaultSender: config.defaultSender,
     startedAt: Date.now(),
     connections: () => connections.size,
@@ -209,6 +217,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     init: (index) => ({
       index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
       crashToken, dbPath, memoryConversations: memoryPerShard, writeLock, harnessPort: harness.portForShard(),
+      mcpPort: mcp.portForShard(),
     }),
     deliver: (conn, frames) => connections.get(conn)?.write(frames),
     agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
@@ -216,8 +225,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
       bus.publish(`agent:${agent}:done`, text, depth).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));
     },
   };
-  await pool.start(outputs);
-  return { config, log, lifecycle, connections, pool, storage, observers, dispatch };
+  await Promise.all([pool.start(outputs), mcp.ready]);
+  return { config, log, lifecycle, connections, pool, storage, observers, mcp, dispatch };
 }
 
 function startStorage(config: ResolvedConfig, dbPath: string, writeLock: SharedArrayBuffer, log: Logger): StoragePool {

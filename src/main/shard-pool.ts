@@ -193,7 +193,7 @@ export class ShardPool {
   #spawn(shard: ShardThread, outputs: ShardOutputs): Promise<void> {
     const generation = ++shard.generation;
     const init = outputs.init(shard.index);
-    const worker = new Worker(workerScript('shard'), { workerData: init, transferList: [init.harnessPort] });
+    const worker = new Worker(workerScript('shard'), { workerData: init, transferList: [init.harnessPort, init.mcpPort] });
     shard.worker = worker;
     return new Promise<void>((resolve, reject) => {
       let ready = false;

@@ -23,14 +23,25 @@ export interface HarnessConfig {
   capabilities: Capability[];
 }
 
-/** An MCP server's settings, stored with the agent (its env and headers may hold secrets). */
+/**
+ * An MCP server's settings, stored with the agent (its env and headers may
+ * hold secrets): stdio (`command`, `args`, `env`) or Streamable HTTP (`url`,
+ * `headers`), exactly one of `command` and `url`.
+ */
 export interface McpConfig {
   command?: string;
   args?: string[];
   url?: string;
   env?: Record<string, string>;
   headers?: Record<string, string>;
+  /** Connect at start-up (and on every change) instead of at the first turn that needs it; default false. */
+  eager?: boolean;
+  /** Reconnect with backoff when the server dies or a connection attempt fails; default true. */
+  auto_restart?: boolean;
 }
+
+/** An MCP server name: it prefixes the server's tool names (`<server>__<tool>`). */
+export const MCP_SERVER_NAME = /^[A-Za-z0-9_-]{1,48}$/;
 
 export interface AgentConfig {
   model: string;
@@ -90,6 +101,8 @@ export interface ResolvedConfig {
   persist: boolean;
   /** Idle conversations kept in memory across all shards before the least recently used are evicted. */
   memoryConversations: number;
+  /** Longest an MCP tool call may take before it ends as an error tool result. */
+  toolTimeoutMs: number;
   /** Threads doing database work for main (list_conversations, search_sessions, subscriptions). */
   storageThreads: number;
   agents: Record<string, AgentConfig>;
@@ -108,6 +121,7 @@ export const DEFAULTS = {
   persist: true,
   memoryConversations: 10_000,
   storageThreads: 2,
+  toolTimeoutMs: 60_000,
 } as const;
 
 /** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
@@ -154,17 +168,18 @@ export interface FileSettings {
   persist?: boolean;
   memory_conversations?: number;
   storage_threads?: number;
+  tool_timeout_ms?: number;
   agents?: Record<string, AgentConfig>;
 }
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'max_body_bytes', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
+  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'tool_timeout_ms', 'agents',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'mcps', 'echo'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
 const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers'];
-const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers'];
+const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers', 'eager', 'auto_restart'];
 
 function positiveInt(v: unknown, source: string, field: string, min = 1): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
@@ -242,18 +257,7 @@ export function validateAgentConfig(raw: unknown, source: string, path: string, 
   const mcps: Record<string, McpConfig> = {};
   if (raw.mcps !== undefined) {
     if (!isPlainMap(raw.mcps)) throw new ConfigError(source, `${path}.mcps`, 'must be a map of name -> MCP server settings');
-    for (const [name, m] of Object.entries(raw.mcps)) {
-      const at = `${path}.mcps.${name}`;
-      if (!isPlainMap(m)) throw new ConfigError(source, at, 'must be an object');
-      onlyKeys(m, MCP_KEYS, source, at);
-      const mcp: McpConfig = {};
-      if (m.command !== undefined) mcp.command = string(m.command, source, `${at}.command`, false);
-      if (m.args !== undefined) mcp.args = stringList(m.args, source, `${at}.args`);
-      if (m.url !== undefined) mcp.url = string(m.url, source, `${at}.url`, false);
-      if (m.env !== undefined) mcp.env = stringMap(m.env, source, `${at}.env`);
-      if (m.headers !== undefined) mcp.headers = stringMap(m.headers, source, `${at}.headers`);
-      mcps[name] = mcp;
-    }
+    for (const [name, m] of Object.entries(raw.mcps)) mcps[name] = validateMcpConfig(m, source, `${path}.mcps.${name}`, name);
   }
   return {
     model,
@@ -269,6 +273,26 @@ export function validateAgentConfig(raw: unknown, source: string, path: string, 
     mcps,
     echo,
   };
+}
+
+/** One MCP server's settings: stdio (`command`) or Streamable HTTP (`url`), never both. */
+export function validateMcpConfig(m: unknown, source: string, at: string, name: string): McpConfig {
+  if (!MCP_SERVER_NAME.test(name)) throw new ConfigError(source, at, 'is not a valid MCP server name (1-48 letters, digits, "-", "_")');
+  if (!isPlainMap(m)) throw new ConfigError(source, at, 'must be an object');
+  onlyKeys(m, MCP_KEYS, source, at);
+  const mcp: McpConfig = {};
+  if (m.command !== undefined) mcp.command = string(m.command, source, `${at}.command`, false);
+  if (m.args !== undefined) mcp.args = stringList(m.args, source, `${at}.args`);
+  if (m.url !== undefined) mcp.url = string(m.url, source, `${at}.url`, false);
+  if (m.env !== undefined) mcp.env = stringMap(m.env, source, `${at}.env`);
+  if (m.headers !== undefined) mcp.headers = stringMap(m.headers, source, `${at}.headers`);
+  if (m.eager !== undefined) mcp.eager = bool(m.eager, source, `${at}.eager`);
+  if (m.auto_restart !== undefined) mcp.auto_restart = bool(m.auto_restart, source, `${at}.auto_restart`);
+  if ((mcp.command === undefined) === (mcp.url === undefined)) {
+    throw new ConfigError(source, at, 'needs exactly one of "command" (stdio) and "url" (Streamable HTTP)');
+  }
+  if (mcp.url !== undefined && !/^https?:\/\//.test(mcp.url)) throw new ConfigError(source, `${at}.url`, 'must be an http:// or https:// URL');
+  return mcp;
 }
 
 export function validateProviders(raw: unknown, source: string): Record<string, ProviderConfig> {
@@ -314,6 +338,7 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   }
   if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
   if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');
+  if (raw.tool_timeout_ms !== undefined) out.tool_timeout_ms = positiveInt(raw.tool_timeout_ms, source, 'tool_timeout_ms');
   if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
   const providerNames = Object.keys(out.providers ?? {});
   if (raw.agents !== undefined) {

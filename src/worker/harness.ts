@@ -17,6 +17,8 @@ import type { AgentConfig, Capability, HarnessConfig } from '../shared/config.ts
 import { nodeEndpoint } from '../shared/comlink-node.ts';
 import type { HarnessHostApi } from '../shared/threads.ts';
 import type { Capabilities, Tool, ToolContext, ToolSet } from './tools.ts';
+import type { Cancellation } from './cancellation.ts';
+import type { McpTools } from './mcp-tools.ts';
 
 const NO_PARAMETERS = { type: 'object', properties: {}, additionalProperties: false };
 
@@ -25,12 +27,17 @@ export class Harness {
   readonly #home: string;
   /** Tools per agent config: a changed config is a new object, so it is rebuilt. */
   readonly #toolSets = new WeakMap<AgentConfig, Promise<ToolSet>>();
+  /** Built-ins plus harness tools, before `config.tools` selects. */
+  readonly #ownSets = new WeakMap<AgentConfig, Promise<ToolSet>>();
   readonly #modules = new Map<string, Promise<Tool[]>>();
+  /** The MCP thread (mcp-tools.ts); null where there is none (in-process benches). */
+  readonly #mcp: McpTools | null;
 
-  constructor(port: MessagePort, home: string) {
+  constructor(port: MessagePort, home: string, mcp: McpTools | null = null) {
     this.#host = Comlink.wrap<HarnessHostApi>(nodeEndpoint(port));
     port.unref(); // pending capability calls keep their turns alive, not the thread
     this.#home = home;
+    this.#mcp = mcp;
   }
 
   /** The capability functions for `agent`, only those in `granted`. */
@@ -47,13 +54,35 @@ export class Harness {
     return caps;
   }
 
-  /** The agent's tools: built-ins plus its harness modules' tools, or exactly `config.tools` when set. */
-  toolsFor(agent: string, config: AgentConfig): Promise<ToolSet> {
+  /**
+   * The agent's tools: built-ins plus its harness modules' and MCP servers'
+   * tools, or exactly `config.tools` when set. MCP tools are asked for at
+   * every turn (servers come and go); the rest is built once per config.
+   */
+  toolsFor(agent: string, config: AgentConfig, cancel?: Cancellation): Promise<ToolSet> {
+    if (this.#mcp !== null && Object.keys(config.mcps).length > 0) return this.#withMcp(this.#mcp, agent, config, cancel);
     let set = this.#toolSets.get(config);
     if (set === undefined) {
-      set = this.#build(agent, config);
+      set = this.#own(agent, config).then((all) => selectTools(all, config.tools));
       this.#toolSets.set(config, set);
       set.catch(() => this.#toolSets.delete(config)); // a failed load is retried next turn
+    }
+    return set;
+  }
+
+  async #withMcp(mcp: McpTools, agent: string, config: AgentConfig, cancel?: Cancellation): Promise<ToolSet> {
+    const [own, mcpTools] = await Promise.all([this.#own(agent, config), mcp.toolsFor(agent, cancel?.signal ?? new AbortController().signal)]);
+    const all = new Map(own);
+    for (const tool of mcpTools) if (!all.has(tool.name)) all.set(tool.name, tool);
+    return selectTools(all, config.tools);
+  }
+
+  #own(agent: string, config: AgentConfig): Promise<ToolSet> {
+    let set = this.#ownSets.get(config);
+    if (set === undefined) {
+      set = this.#build(agent, config);
+      this.#ownSets.set(config, set);
+      set.catch(() => this.#ownSets.delete(config));
     }
     return set;
   }
@@ -67,13 +96,7 @@ export class Harness {
         all.set(tool.name, { ...tool, run: (args, ctx) => tool.run(args, { ...ctx, capabilities: caps }) });
       }
     }
-    if (config.tools === null) return all;
-    const only = new Map<string, Tool>();
-    for (const name of config.tools) {
-      const tool = all.get(name);
-      if (tool !== undefined) only.set(name, tool);
-    }
-    return only;
+    return all;
   }
 
   #builtins(agent: string): Tool[] {
@@ -123,6 +146,17 @@ export class Harness {
     }
     return loaded;
   }
+}
+
+/** Exactly the named tools (names not found are left out), or all when `names` is null. */
+function selectTools(all: ToolSet, names: readonly string[] | null): ToolSet {
+  if (names === null) return all;
+  const only = new Map<string, Tool>();
+  for (const name of names) {
+    const tool = all.get(name);
+    if (tool !== undefined) only.set(name, tool);
+  }
+  return only;
 }
 
 function toolsOf(mod: Record<string, unknown>, name: string): Tool[] {

@@ -12,6 +12,7 @@ import { ConversationStore } from './store.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 import { Models } from './models/index.ts';
 import { Harness } from './harness.ts';
+import { McpTools } from './mcp-tools.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
 
 const init = workerData as ShardInit;
@@ -26,7 +27,7 @@ const scheduler = new TurnScheduler({
   store,
   memoryConversations: init.memoryConversations,
   models: new Models(init.providers),
-  harness: new Harness(init.harnessPort, init.home),
+  harness: new Harness(init.harnessPort, init.home, new McpTools(init.mcpPort)),
 });
 
 port.on('message', (batch: ToShard[]) => {

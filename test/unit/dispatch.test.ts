@@ -6,6 +6,7 @@ import { ObserverHub } from '../../src/main/observers.ts';
 import type { ShardPool } from '../../src/main/shard-pool.ts';
 import type { AgentService } from '../../src/main/agent-service.ts';
 import type { SkillCatalogue } from '../../src/main/skills.ts';
+import type { McpHub } from '../../src/main/mcp-hub.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import type { ToShard } from '../../src/shared/threads.ts';
@@ -24,6 +25,7 @@ function harness() {
     agentService: {} as AgentService,
     skills: {} as SkillCatalogue,
     agents,
+    mcp: {} as McpHub,
     defaultSender: 'user',
     startedAt: Date.now(),
     connections: () => 1,

@@ -26,6 +26,8 @@ export const RETRY_FIRST_MS = 100;
 export const RETRY_MAX_MS = 30_000;
 const CONNECT_TIMEOUT_MS = 30_000;
 const STDERR_TAIL_CHARS = 400;
+/** What the SDK's HTTP transport reports when the server is gone. */
+const HTTP_TRANSPORT_FAILURE = /SSE stream disconnected|fetch failed|Maximum reconnection attempts/;
 
 export interface ConnectionOptions {
   agent: string;
@@ -118,6 +120,7 @@ export class McpConnection {
       const tools = await listAllTools(client);
       if (this.#client !== client) return; // stopped or restarted meanwhile
       client.onclose = () => this.#lost(client, 'the server closed the connection');
+      if (this.transport === 'http') client.onerror = (err) => this.#httpError(client, err);
       this.tools = tools;
       this.#backoffMs = RETRY_FIRST_MS;
       this.#set('connected', '');
@@ -154,6 +157,7 @@ export class McpConnection {
     this.#transport = null;
     if (client === null) return;
     client.onclose = undefined;
+    client.onerror = undefined;
     const pid = transport instanceof StdioClientTransport ? transport.pid : null;
     if (pid !== null) {
       try {
@@ -170,10 +174,20 @@ export class McpConnection {
     this.#client = null;
     this.#transport = null;
     client.onclose = undefined;
+    client.onerror = undefined;
     void client.close().catch(() => {});
     this.tools = [];
     this.#set('disconnected', this.#withStderr(why));
     this.#scheduleRetry();
+  }
+
+  /**
+   * Over HTTP a dead server shows only as errors of the transport (a broken
+   * response stream, a refused request): those end the connection, which also
+   * fails the calls waiting on it at once instead of at their timeout.
+   */
+  #httpError(client: Client, err: Error): void {
+    if (err instanceof TypeError || HTTP_TRANSPORT_FAILURE.test(err.message)) this.#lost(client, this.#describe(err));
   }
 
   #scheduleRetry(): void {
@@ -223,7 +237,7 @@ export class McpConnection {
         throw new Error(`MCP tool "${tool}" of server "${this.name}" timed out after ${this.#o.toolTimeoutMs} ms`);
       }
       // Over HTTP a dead server shows only as a failed request: treat a transport failure as a lost connection.
-      if (this.transport === 'http' && !(err instanceof McpError)) this.#lost(client, this.#describe(err));
+      if (this.transport === 'http' && (!(err instanceof McpError) || err.code === ErrorCode.ConnectionClosed)) this.#lost(client, this.#describe(err));
       throw new Error(this.#describe(err));
     }
   }

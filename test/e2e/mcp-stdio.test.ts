@@ -7,7 +7,7 @@ import type { StreamEvent } from '../../src/client/index.ts';
 
 const SECRET = 'sk-fixture-secret-7f3a9';
 
-describe('stdio MCP servers', () => {
+describe('stdio MCP servers', { timeout: 90_000 }, () => {
   it('offers the server tools as <server>__<tool> and returns their results', async () => {
     const dir = fixtureDir();
     const d = await testDaemon({ config: { agents: { a: { mcps: { fx: stdioEntry(dir) } } } } });

@@ -106,7 +106,7 @@ describe('dispatch', () => {
   it('lists every operation it serves, once each', () => {
     const names = operationNames();
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(27);
-    for (const n of ['ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats']) expect(names).toContain(n);
+    expect(names.length).toBe(32);
+    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats']) expect(names).toContain(n);
   });
 });

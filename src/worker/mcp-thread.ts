@@ -9,23 +9,37 @@
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { createLogger } from '../shared/log.ts';
+import type { McpConfig } from '../shared/config.ts';
 import type { FromMcpThread, McpAnswer, McpRequest, McpState, McpThreadInit, ToMcpThread } from '../shared/mcp-threads.ts';
-import { McpServers } from './mcp-servers.ts';
+import type { McpServers } from './mcp-servers.ts';
 
 const init = workerData as McpThreadInit;
 const port = parentPort!;
 const log = createLogger(init.logLevel, { thread: 'mcp' });
 const post = (msg: FromMcpThread): void => port.postMessage(msg);
 
-const servers = new McpServers({
-  home: init.home,
-  toolTimeoutMs: init.toolTimeoutMs,
-  report: (state: McpState, removed: boolean) => {
-    // Errors are redacted by the connection; nothing else here carries a secret.
-    log.info({ agent: state.agent, server: state.name, status: state.status, error: state.error, removed }, 'mcp server status');
-    post({ type: 'state', state, removed });
-  },
-});
+const report = (state: McpState, removed: boolean): void => {
+  // Errors are redacted by the connection; nothing else here carries a secret.
+  log.info({ agent: state.agent, server: state.name, status: state.status, error: state.error, removed }, 'mcp server status');
+  post({ type: 'state', state, removed });
+};
+
+/** The SDK is loaded only once some agent has a server: a daemon without MCP servers starts as fast as before. */
+let loading: Promise<McpServers> | null = null;
+function servers(): Promise<McpServers> {
+  loading ??= import('./mcp-servers.ts').then(({ McpServers }) => new McpServers({ home: init.home, toolTimeoutMs: init.toolTimeoutMs, report }));
+  return loading;
+}
+
+/** Applies configs in order (each waits for the one before), loading the SDK at the first server. */
+let applied: Promise<unknown> = Promise.resolve();
+function applyConfigs(agents: Record<string, Record<string, McpConfig>>): void {
+  if (loading === null && Object.keys(agents).length === 0) return;
+  applied = applied
+    .then(() => servers())
+    .then((s) => s.apply(agents))
+    .catch((err: unknown) => log.error({ err: String(err) }, 'applying MCP server settings failed'));
+}
 
 // A server's misbehaviour (an SDK callback throwing) must not take every other connection down.
 process.on('uncaughtException', (err) => log.error({ err: err.message }, 'uncaught error in the MCP thread'));
@@ -42,9 +56,11 @@ function serveShard(shard: MessagePort): void {
     }
     const ctl = new AbortController();
     pending.set(req.id, ctl);
-    const work = req.type === 'tools'
-      ? servers.toolsFor(req.agent, ctl.signal).then((tools) => ({ id: req.id, tools }))
-      : servers.call(req.agent, req.name, req.args, ctl.signal).then((r) => ({ id: req.id, ...r }));
+    const work = applied.then(() => servers()).then((s): Promise<McpAnswer> =>
+      req.type === 'tools'
+        ? s.toolsFor(req.agent, ctl.signal).then((tools) => ({ id: req.id, tools }))
+        : s.call(req.agent, req.name, req.args, ctl.signal).then((r) => ({ id: req.id, ...r })),
+    );
     work
       .catch((err: unknown) => ({ id: req.id, error: err instanceof Error ? err.message : String(err) }))
       .then((a) => {
@@ -61,17 +77,20 @@ function serveShard(shard: MessagePort): void {
 port.on('message', (msg: ToMcpThread) => {
   switch (msg.type) {
     case 'configs':
-      return servers.apply(msg.agents);
+      return applyConfigs(msg.agents);
     case 'reconnect':
-      servers.reconnect(msg.agent, msg.name);
+      void applied.then(() => loading?.then((s) => s.reconnect(msg.agent, msg.name)));
       return;
     case 'port':
       return serveShard(msg.port);
     case 'shutdown':
-      void servers.closeAll().finally(() => post({ type: 'closed' }));
+      void applied
+        .then(() => loading?.then((s) => s.closeAll()))
+        .catch((err: unknown) => log.error({ err: String(err) }, 'stopping MCP servers failed'))
+        .finally(() => post({ type: 'closed' }));
       return;
   }
 });
 
-servers.apply(init.agents);
+applyConfigs(init.agents);
 post({ type: 'ready' });

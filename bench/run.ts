@@ -25,11 +25,13 @@ import * as memory from './suites/memory.ts';
 import * as micro from './suites/micro.ts';
 import * as costs from './suites/costs.ts';
 import * as agents from './suites/agents.ts';
+import * as mcp from './suites/mcp.ts';
 
 const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   micro: micro.run,
   costs: costs.run,
   agents: agents.run,
+  mcp: mcp.run,
   latency: latency.run,
   throughput: throughput.run,
   scaling: scaling.run,

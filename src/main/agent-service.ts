@@ -27,6 +27,8 @@ export interface AgentServiceOptions {
   home: string;
   /** `max_agents`: creating past it gets 429. */
   maxAgents: number;
+  /** Called after every change of the agents (the MCP thread follows their `mcps`). */
+  onChange?: () => void;
 }
 
 const MODEL_LIST_TIMEOUT_MS = 10_000;
@@ -51,6 +53,7 @@ export class AgentService {
     await this.#o.storage?.run({ op: 'agent_upsert', name, config: JSON.stringify(config) });
     this.#o.agents.set(name, config);
     this.#o.pool.broadcast({ type: 'agent', name, config });
+    this.#o.onChange?.();
     return this.#o.agents.info(name)!;
   }
 
@@ -84,6 +87,7 @@ export class AgentService {
     if (!this.#o.agents.has(name)) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
     this.#o.agents.remove(name);
     this.#o.pool.broadcast({ type: 'agent', name, config: null });
+    this.#o.onChange?.();
     await this.#o.pool.purgeAgent(name);
     await this.#o.storage?.run({ op: 'agent_delete', name });
     await this.#o.bus.removeAgent(name, { stored: false });

@@ -34,6 +34,7 @@ import { StoragePool } from './storage-pool.ts';
 import { readStartupState } from './startup-state.ts';
 import { busTurn } from './turn-request.ts';
 import { chainCutEvent } from './chain-budget.ts';
+import { McpHub } from './mcp-hub.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, Configuration). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -60,6 +61,8 @@ interface DaemonParts {
   /** null when persistence is off. */
   storage: StoragePool | null;
   observers: ObserverHub;
+  /** The MCP thread, owner of every MCP connection. */
+  mcp: McpHub;
   dispatch: Dispatch;
   /** What each connection is held to; `token` is the TCP token in force (configured or from the token file). */
   connectionLimits: ConnectionLimits;
@@ -136,6 +139,7 @@ export class Daemon implements ConnectionHost {
   closed(conn: Connection, cancelTurns: boolean): void {
     this.#parts.connections.delete(conn.id);
     this.#parts.observers.connClosed(conn.id);
+    this.#parts.mcp.events.connClosed(conn.id);
     if (cancelTurns) this.#parts.pool.broadcast({ type: 'conn_closed', conn: conn.id });
   }
 
@@ -150,6 +154,7 @@ export class Daemon implements ConnectionHost {
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
     observers.closeAll();
+    this.#parts.mcp.events.closeAll();
     pool.broadcast({ type: 'shutdown' });
     const deadline = sleep(this.config.shutdownGraceMs, undefined, { ref: false });
     const timedOut = await Promise.race([pool.idle().then(() => false), deadline.then(() => true)]);
@@ -164,6 +169,7 @@ export class Daemon implements ConnectionHost {
     await Promise.all([...this.#parts.connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
     for (const server of this.#servers) if (server.listening) server.close();
     await this.#parts.pool.close();
+    await this.#parts.mcp.close();
     await this.#parts.storage?.close();
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
   }
@@ -188,6 +194,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const lifecycle: Lifecycle = { closing: false };
   const connections = new Map<number, Connection>();
 
+  const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, log });
   const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns });
   const observers = new ObserverHub((watching) => pool.broadcast({ type: 'observe', watching }), config.maxObservers);
   const fire = (sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean => {
@@ -206,7 +213,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     observers,
     agents,
     skills: new SkillCatalogue(config.home, log),
-    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents }),
+    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync() }),
+    mcp,
     defaultSender: config.defaultSender,
     startedAt: Date.now(),
     connections: () => connections.size,
@@ -223,6 +231,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     init: (index) => ({
       index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
       crashToken, dbPath, memoryConversations: memoryPerShard, writeLock, harnessPort: harness.portForShard(),
+      mcpPort: mcp.portForShard(),
     }),
     deliver: (conn, frames) => connections.get(conn)?.write(frames),
     agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
@@ -231,8 +240,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     },
     chainTurnEnded: (chain) => bus.chainTurnEnded(chain),
   };
-  await pool.start(outputs);
-  return { config, log, lifecycle, connections, pool, storage, observers, dispatch, connectionLimits, limiter };
+  await Promise.all([pool.start(outputs), mcp.ready]);
+  return { config, log, lifecycle, connections, pool, storage, observers, mcp, dispatch, connectionLimits, limiter };
 }
 
 function startStorage(config: ResolvedConfig, dbPath: string, writeLock: SharedArrayBuffer, log: Logger): StoragePool {

@@ -14,12 +14,13 @@ import { turnOps } from './ops/turns.ts';
 import { conversationOps } from './ops/conversations.ts';
 import { busOps } from './ops/bus.ts';
 import { agentOps } from './ops/agents.ts';
+import { mcpOps } from './ops/mcp.ts';
 
 export type { DispatchContext, Requester } from './ops/op-table.ts';
 
 export type Dispatch = (from: Requester, req: number, body: Record<string, unknown>) => void;
 
-const AREAS: readonly OpTable[] = [adminOps, turnOps, conversationOps, busOps, agentOps];
+const AREAS: readonly OpTable[] = [adminOps, turnOps, conversationOps, busOps, agentOps, mcpOps];
 
 /** Every operation dispatch serves, by name. */
 export function operationNames(): string[] {

@@ -265,7 +265,7 @@ export class ShardPool {
     const heartbeat = new SharedArrayBuffer(Heartbeat.CELLS * Int32Array.BYTES_PER_ELEMENT);
     shard.cells = new Int32Array(heartbeat);
     const init: ShardInit = { ...outputs.init(shard.index), heartbeat, heartbeatMs: this.#watchdog.intervalMs, stalled };
-    const worker = new Worker(workerScript('shard'), { workerData: init, transferList: [init.harnessPort] });
+    const worker = new Worker(workerScript('shard'), { workerData: init, transferList: [init.harnessPort, init.mcpPort] });
     shard.worker = worker;
     // What waited for a replacement goes now; the shard takes it once its start-up work is done.
     if (shard.outbound.length > 0) this.#enqueue(shard, ...shard.outbound.splice(0));

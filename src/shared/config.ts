@@ -30,14 +30,25 @@ export interface HarnessConfig {
   capabilities: Capability[];
 }
 
-/** An MCP server's settings, stored with the agent (its env and headers may hold secrets). */
+/**
+ * An MCP server's settings, stored with the agent (its env and headers may
+ * hold secrets): stdio (`command`, `args`, `env`) or Streamable HTTP (`url`,
+ * `headers`), exactly one of `command` and `url`.
+ */
 export interface McpConfig {
   command?: string;
   args?: string[];
   url?: string;
   env?: Record<string, string>;
   headers?: Record<string, string>;
+  /** Connect at start-up (and on every change) instead of at the first turn that needs it; default false. */
+  eager?: boolean;
+  /** Reconnect with backoff when the server dies or a connection attempt fails; default true. */
+  auto_restart?: boolean;
 }
+
+/** An MCP server name: it prefixes the server's tool names (`<server>__<tool>`). */
+export const MCP_SERVER_NAME = /^[A-Za-z0-9_-]{1,48}$/;
 
 export interface AgentConfig {
   model: string;
@@ -227,7 +238,7 @@ const FILE_KEYS = [
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
 const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers'];
-const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers'];
+const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers', 'eager', 'auto_restart'];
 
 function positiveInt(v: unknown, source: string, field: string, min = 1): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
@@ -320,18 +331,7 @@ export function validateAgentConfig(raw: unknown, source: string, path: string, 
   const mcps: Record<string, McpConfig> = {};
   if (raw.mcps !== undefined) {
     if (!isPlainMap(raw.mcps)) throw new ConfigError(source, `${path}.mcps`, 'must be a map of name -> MCP server settings');
-    for (const [name, m] of Object.entries(raw.mcps)) {
-      const at = `${path}.mcps.${name}`;
-      if (!isPlainMap(m)) throw new ConfigError(source, at, 'must be an object');
-      onlyKeys(m, MCP_KEYS, source, at);
-      const mcp: McpConfig = {};
-      if (m.command !== undefined) mcp.command = string(m.command, source, `${at}.command`, false);
-      if (m.args !== undefined) mcp.args = stringList(m.args, source, `${at}.args`);
-      if (m.url !== undefined) mcp.url = string(m.url, source, `${at}.url`, false);
-      if (m.env !== undefined) mcp.env = stringMap(m.env, source, `${at}.env`);
-      if (m.headers !== undefined) mcp.headers = stringMap(m.headers, source, `${at}.headers`);
-      mcps[name] = mcp;
-    }
+    for (const [name, m] of Object.entries(raw.mcps)) mcps[name] = validateMcpConfig(m, source, `${path}.mcps.${name}`, name);
   }
   return {
     model,
@@ -357,6 +357,26 @@ function sessionSearchScope(v: unknown, source: string, field: string): SessionS
     throw new ConfigError(source, field, `must be "sender" or "agent", got ${JSON.stringify(v)}`);
   }
   return v as SessionSearchScope;
+}
+
+/** One MCP server's settings: stdio (`command`) or Streamable HTTP (`url`), never both. */
+export function validateMcpConfig(m: unknown, source: string, at: string, name: string): McpConfig {
+  if (!MCP_SERVER_NAME.test(name)) throw new ConfigError(source, at, 'is not a valid MCP server name (1-48 letters, digits, "-", "_")');
+  if (!isPlainMap(m)) throw new ConfigError(source, at, 'must be an object');
+  onlyKeys(m, MCP_KEYS, source, at);
+  const mcp: McpConfig = {};
+  if (m.command !== undefined) mcp.command = string(m.command, source, `${at}.command`, false);
+  if (m.args !== undefined) mcp.args = stringList(m.args, source, `${at}.args`);
+  if (m.url !== undefined) mcp.url = string(m.url, source, `${at}.url`, false);
+  if (m.env !== undefined) mcp.env = stringMap(m.env, source, `${at}.env`);
+  if (m.headers !== undefined) mcp.headers = stringMap(m.headers, source, `${at}.headers`);
+  if (m.eager !== undefined) mcp.eager = bool(m.eager, source, `${at}.eager`);
+  if (m.auto_restart !== undefined) mcp.auto_restart = bool(m.auto_restart, source, `${at}.auto_restart`);
+  if ((mcp.command === undefined) === (mcp.url === undefined)) {
+    throw new ConfigError(source, at, 'needs exactly one of "command" (stdio) and "url" (Streamable HTTP)');
+  }
+  if (mcp.url !== undefined && !/^https?:\/\//.test(mcp.url)) throw new ConfigError(source, `${at}.url`, 'must be an http:// or https:// URL');
+  return mcp;
 }
 
 export function validateProviders(raw: unknown, source: string): Record<string, ProviderConfig> {

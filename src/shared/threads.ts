@@ -19,6 +19,8 @@ export interface ShardInit {
   writeLock: SharedArrayBuffer;
   /** comlink port to main's harness host (capabilities). */
   harnessPort: MessagePort;
+  /** Port to the MCP thread, which owns every MCP connection (mcp-threads.ts). */
+  mcpPort: MessagePort;
   agents: Record<string, AgentConfig>;
   providers: Record<string, ProviderConfig>;
   /** $AGENTD_HOME: harness modules are looked up by name in its harness/ folder. */

@@ -17,19 +17,26 @@ import type { Capabilities, Tool, ToolContext, ToolSet } from './tools.ts';
 import { NO_PARAMETERS } from './harness-messages.ts';
 import { HarnessThread, type HarnessCall } from './harness-thread-client.ts';
 import { harnessEnv } from './harness-env.ts';
+import type { Cancellation } from './cancellation.ts';
+import type { McpTools } from './mcp-tools.ts';
 
 export class Harness {
   readonly #host: Comlink.Remote<HarnessHostApi>;
   readonly #thread: HarnessThread;
   /** Tools per agent config: a changed config is a new object, so it is rebuilt. */
   readonly #toolSets = new WeakMap<AgentConfig, Promise<ToolSet>>();
+  /** Built-ins plus harness tools, before `config.tools` selects. */
+  readonly #ownSets = new WeakMap<AgentConfig, Promise<ToolSet>>();
   /** Each module's tool list, as its thread described it. */
   readonly #modules = new Map<string, Promise<ToolSpec[]>>();
+  /** The MCP thread (mcp-tools.ts); null where there is none (in-process benches). */
+  readonly #mcp: McpTools | null;
 
-  constructor(port: MessagePort, home: string, providers: Record<string, ProviderConfig>) {
+  constructor(port: MessagePort, home: string, providers: Record<string, ProviderConfig>, mcp: McpTools | null = null) {
     this.#host = Comlink.wrap<HarnessHostApi>(nodeEndpoint(port));
     port.unref(); // pending capability calls keep their turns alive, not the thread
     this.#thread = new HarnessThread(home, harnessEnv(process.env, providers), (call, cap, args) => this.#granted(call, cap, args));
+    this.#mcp = mcp;
   }
 
   /** A capability request from harness code: only what the call's harness was granted, always as the call's agent. */
@@ -54,30 +61,47 @@ export class Harness {
     return caps;
   }
 
-  /** The agent's tools: built-ins plus its harness modules' tools, or exactly `config.tools` when set. */
-  toolsFor(agent: string, config: AgentConfig): Promise<ToolSet> {
+  /**
+   * The agent's tools: built-ins plus its harness modules' and MCP servers'
+   * tools, or exactly `config.tools` when set. MCP tools are asked for at
+   * every turn (servers come and go); the rest is built once per config.
+   */
+  toolsFor(agent: string, config: AgentConfig, cancel?: Cancellation): Promise<ToolSet> {
+    if (this.#mcp !== null && Object.keys(config.mcps).length > 0) return this.#withMcp(this.#mcp, agent, config, cancel);
     let set = this.#toolSets.get(config);
     if (set === undefined) {
-      set = this.#build(agent, config);
+      set = this.#own(config).then((all) => selectTools(all, config.tools));
       this.#toolSets.set(config, set);
       set.catch(() => this.#toolSets.delete(config)); // a failed load is retried next turn
     }
     return set;
   }
 
-  async #build(agent: string, config: AgentConfig): Promise<ToolSet> {
+  async #withMcp(mcp: McpTools, agent: string, config: AgentConfig, cancel?: Cancellation): Promise<ToolSet> {
+    const signal = cancel?.signal ?? new AbortController().signal;
+    const [own, mcpTools] = await Promise.all([this.#own(config), mcp.toolsFor(agent, config.tool_timeout_ms, signal)]);
+    const all = new Map(own);
+    for (const tool of mcpTools) if (!all.has(tool.name)) all.set(tool.name, tool);
+    return selectTools(all, config.tools);
+  }
+
+  #own(config: AgentConfig): Promise<ToolSet> {
+    let set = this.#ownSets.get(config);
+    if (set === undefined) {
+      set = this.#build(config);
+      this.#ownSets.set(config, set);
+      set.catch(() => this.#ownSets.delete(config));
+    }
+    return set;
+  }
+
+  async #build(config: AgentConfig): Promise<ToolSet> {
     const all = new Map<string, Tool>();
     for (const tool of this.#builtins()) all.set(tool.name, tool);
     for (const h of config.harnesses) {
       for (const spec of await this.#describe(h.module)) all.set(spec.name, this.#remote(h, spec, config.tool_timeout_ms));
     }
-    if (config.tools === null) return all;
-    const only = new Map<string, Tool>();
-    for (const name of config.tools) {
-      const tool = all.get(name);
-      if (tool !== undefined) only.set(name, tool);
-    }
-    return only;
+    return all;
   }
 
   #builtins(): Tool[] {
@@ -135,4 +159,15 @@ export class Harness {
       run: (args, ctx) => this.#thread.call({ module: h.module, tool: spec.name, args, agent: ctx.agent, sender: ctx.sender, granted }, timeoutMs, ctx.signal),
     };
   }
+}
+
+/** Exactly the named tools (names not found are left out), or all when `names` is null. */
+function selectTools(all: ToolSet, names: readonly string[] | null): ToolSet {
+  if (names === null) return all;
+  const only = new Map<string, Tool>();
+  for (const name of names) {
+    const tool = all.get(name);
+    if (tool !== undefined) only.set(name, tool);
+  }
+  return only;
 }

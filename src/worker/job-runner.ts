@@ -170,7 +170,7 @@ export class JobRunner {
     let tools = NO_TOOLS; // guests answer without tools
     if (req.guest === null) {
       try {
-        tools = await this.#o.harness.toolsFor(answering, config);
+        tools = await this.#o.harness.toolsFor(answering, config, cancel);
       } catch (err) {
         return reply.endEmpty(answering, StopReason.Error, `loading tools failed: ${(err as Error).message}`, config.model);
       }

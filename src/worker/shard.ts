@@ -12,6 +12,7 @@ import { ConversationStore } from './store.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 import { Models } from './models/index.ts';
 import { Harness } from './harness.ts';
+import { McpTools } from './mcp-tools.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
 import { startHeartbeat } from './liveness.ts';
 import { recordStalledTurns } from './stalled-turns.ts';
@@ -28,7 +29,7 @@ const scheduler = new TurnScheduler({
   store,
   memoryConversations: init.memoryConversations,
   models: new Models(init.providers),
-  harness: new Harness(init.harnessPort, init.home, init.providers),
+  harness: new Harness(init.harnessPort, init.home, init.providers, new McpTools(init.mcpPort)),
 });
 
 startHeartbeat(init.heartbeat, init.heartbeatMs);

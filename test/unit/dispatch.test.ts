@@ -6,6 +6,7 @@ import { ObserverHub } from '../../src/main/observers.ts';
 import type { ShardPool } from '../../src/main/shard-pool.ts';
 import type { AgentService } from '../../src/main/agent-service.ts';
 import type { SkillCatalogue } from '../../src/main/skills.ts';
+import type { McpHub } from '../../src/main/mcp-hub.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import type { ToShard } from '../../src/shared/threads.ts';
@@ -25,6 +26,7 @@ function harness() {
     agentService: {} as AgentService,
     skills: {} as SkillCatalogue,
     agents,
+    mcp: {} as McpHub,
     defaultSender: 'user',
     startedAt: Date.now(),
     connections: () => 1,
@@ -107,7 +109,7 @@ describe('dispatch', () => {
   it('lists every operation it serves, once each', () => {
     const names = operationNames();
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(27);
-    for (const n of ['ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats']) expect(names).toContain(n);
+    expect(names.length).toBe(32);
+    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats']) expect(names).toContain(n);
   });
 });

@@ -13,7 +13,7 @@ export const busOps: OpTable = {
   close: op(
     (ctx, from, _req, args, read) => {
       const id = read.uint(args, 'request');
-      if (!ctx.observers.close(from, id)) throw new AgentdError(Code.NotFound, `no open subscription with request id ${id} on this connection`);
+      if (!ctx.observers.close(from, id) && !ctx.mcp.events.close(from, id)) throw new AgentdError(Code.NotFound, `no open subscription with request id ${id} on this connection`);
       return PONG;
     },
     { duringShutdown: true },

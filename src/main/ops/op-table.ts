@@ -14,6 +14,7 @@ import type { EventBus } from '../event-bus.ts';
 import type { AgentService } from '../agent-service.ts';
 import type { SkillCatalogue } from '../skills.ts';
 import type { ObserverHub, ObserverSink } from '../observers.ts';
+import type { McpHub } from '../mcp-hub.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {
@@ -32,6 +33,8 @@ export interface DispatchContext {
   agentService: AgentService;
   skills: SkillCatalogue;
   agents: AgentRegistry;
+  /** MCP servers: the MCP thread's state and management. */
+  mcp: McpHub;
   defaultSender: string;
   startedAt: number;
   connections(): number;

@@ -66,7 +66,7 @@ describe('stdio MCP servers', { timeout: 90_000 }, () => {
     const d = await testDaemon({ config: { agents: { a: { tool_timeout_ms: 300, mcps: { fx: stdioEntry(dir) } } } } });
     const c = await testClient(d);
     const { evs, result } = await callTool(c, 'a', 'fx__hang', { tag: 'slow' });
-    expect(result).toMatchObject({ is_error: true, output: 'MCP tool "hang" of server "fx" timed out after 300 ms' });
+    expect(result).toMatchObject({ is_error: true, output: 'MCP tool "hang" of server "fx" timed out after 300 ms (tool_timeout_ms)' });
     expect(end(evs).stop_reason).toBe('text');
     await waitFor(() => notes(dir, 'cancelled').includes('slow'), 'the server to see the cancellation');
   });

@@ -15,7 +15,7 @@ import { ErrorCode, McpError, type Tool as SdkTool } from '@modelcontextprotocol
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { McpConfig } from '../shared/config.ts';
 import type { McpState, McpStatus, McpTransport } from '../shared/mcp-threads.ts';
-import { redactSecrets, secretsOf } from '../shared/mcp-redact.ts';
+import { Redactor } from '../shared/redact.ts';
 import { resultText, type McpCallResult } from './mcp-results.ts';
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
@@ -43,7 +43,7 @@ export class McpConnection {
   readonly name: string;
   readonly config: McpConfig;
   readonly #o: ConnectionOptions;
-  readonly #secrets: string[];
+  readonly #redactor: Redactor;
   status: McpStatus = 'disconnected';
   error = '';
   tools: SdkTool[] = [];
@@ -60,7 +60,7 @@ export class McpConnection {
     this.agent = opts.agent;
     this.name = opts.name;
     this.config = opts.config;
-    this.#secrets = secretsOf(opts.config);
+    this.#redactor = new Redactor([...Object.values(opts.config.env ?? {}), ...Object.values(opts.config.headers ?? {})]);
   }
 
   get transport(): McpTransport {
@@ -76,8 +76,9 @@ export class McpConnection {
     return { agent: this.agent, name: this.name, transport: this.transport, status: this.status, error: this.error, tools: [] };
   }
 
+  /** The server's `env` and `headers` values, and any Bearer or Authorization value, replaced (shared/redact.ts). */
   redact(text: string): string {
-    return redactSecrets(text, this.#secrets);
+    return this.#redactor.all(text);
   }
 
   /** Connects unless connected; resolves once this attempt has settled (connected or failed). */

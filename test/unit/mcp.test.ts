@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { offeredToolNames } from '../../src/shared/mcp-names.ts';
-import { redactSecrets, secretsOf } from '../../src/shared/mcp-redact.ts';
+import { Redactor } from '../../src/shared/redact.ts';
 import { replacingPatch } from '../../src/main/ops/mcp.ts';
 import { mergePatch } from '../../src/shared/merge-patch.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
@@ -17,8 +17,8 @@ describe('MCP tool names', () => {
 
 describe('MCP secrets', () => {
   it('env and header values are replaced wherever they occur', () => {
-    const secrets = secretsOf({ command: 'x', env: { T: 'tok-123456', SHORT: '1' }, headers: { Authorization: 'Bearer tok-123456-long' } });
-    expect(redactSecrets('a Bearer tok-123456-long b tok-123456 c 1', secrets)).toBe('a [redacted] b [redacted] c 1');
+    const redactor = new Redactor(['tok-123456', '1', 'Bearer tok-123456-long']);
+    expect(redactor.values('a Bearer tok-123456-long b tok-123456 c 1')).toBe('a [redacted] b [redacted] c 1');
   });
 });
 

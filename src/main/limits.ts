@@ -13,6 +13,9 @@ export function limitsOf(config: ResolvedConfig): Readonly<Record<string, number
     max_subscriptions: config.maxSubscriptions,
     max_observers_per_connection: config.maxObservers,
     max_connections: config.maxConnections,
+    max_queued_turns: config.maxQueuedTurns,
+    max_chain_turns: config.maxChainTurns,
+    max_elements: config.maxElements,
   });
 }
 

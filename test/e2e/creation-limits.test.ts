@@ -103,7 +103,7 @@ describe('get_stats limits', () => {
   it('reports the defaults', async () => {
     const d = await testDaemon();
     const c = await testClient(d);
-    expect((await c.stats()).limits).toMatchObject({ max_agents: 1000, max_subscriptions: 100000, max_observers_per_connection: 64 });
+    expect((await c.stats()).limits).toMatchObject({ max_agents: 1000, max_subscriptions: 100000, max_observers_per_connection: 64, max_connections: 4096, max_queued_turns: 1000, max_chain_turns: 1000, max_elements: 100_000 });
   });
 
   it('a limit that is not a positive integer stops start-up with a message naming the key', async () => {

@@ -4,19 +4,9 @@
  * start (after that, each change as an `agent` message).
  */
 import type { AgentConfig } from '../shared/config.ts';
+import type { AgentInfo } from '../shared/wire/ops.ts';
 
-export interface AgentInfo {
-  name: string;
-  description: string;
-  model: string;
-  max_iterations: number;
-  thinking: boolean;
-  skills: string[];
-  /** The names of the agent's MCP servers (their settings stay in `config`). */
-  mcps: string[];
-  /** The whole stored configuration, secrets included; cleared wherever a harness receives it. */
-  config: Record<string, unknown>;
-}
+export type { AgentInfo };
 
 export class AgentRegistry {
   /** A Map, changed in place: a change costs the same however many agents there are. */
@@ -70,7 +60,7 @@ export class AgentRegistry {
       thinking: c.thinking,
       skills: [...c.skills],
       mcps: Object.keys(c.mcps),
-      config: structuredClone(c) as unknown as Record<string, unknown>,
+      config: structuredClone(c),
     };
   }
 

@@ -7,27 +7,11 @@
 import type { Db } from '../shared/db.ts';
 import { SEARCH_LIMITS } from '../shared/protocol.ts';
 import type { SearchOptions } from '../shared/threads.ts';
+import type { SearchWindowMessage, SessionHit } from '../shared/wire/ops.ts';
 
 export type { SearchOptions };
 
-export interface WindowMessage {
-  role: string;
-  msg_idx: number;
-  snippet: string;
-  truncated: boolean;
-  tool_name: string;
-}
-
-export interface SessionHit {
-  agent: string;
-  sender: string;
-  title: string;
-  msg_idx: number;
-  score: number;
-  created_at: string;
-  updated_at: string;
-  window: WindowMessage[];
-}
+export type { SessionHit, SearchWindowMessage as WindowMessage };
 
 
 /** Weights of messages_fts columns for bm25: user_text, assistant_text, tool_names (then two unindexed). */
@@ -91,7 +75,7 @@ export class SessionSearch {
       SELECT c.id, c.agent, c.sender, c.title, c.created_at, c.updated_at, -bm25(conversations_fts) AS score
       FROM conversations_fts JOIN conversations c ON c.id = conversations_fts.rowid
       WHERE conversations_fts MATCH ? AND (? IS NULL OR c.agent = ?) AND (? IS NULL OR c.sender = ?)`);
-    this.#window = db.prepare<[number, number, number], { idx: number; role: string; content: string; name: string | null; tool_calls: string | null }>(
+    this.#window = db.prepare<[number, number, number], { idx: number; role: SearchWindowMessage['role']; content: string; name: string | null; tool_calls: string | null }>(
       'SELECT idx, role, content, name, tool_calls FROM messages WHERE conversation_id = ? AND idx BETWEEN ? AND ? ORDER BY idx',
     );
     this.conversation = db.prepare<[number], { id: number; agent: string; sender: string; title: string; created_at: string; updated_at: string }>(

@@ -7,6 +7,7 @@
  * that variant's value, so `request<'list_agents'>` can be typed end to end.
  */
 import type { EndEvent, OnBusy, ToolCall, ToolChoice, Usage } from '../protocol.ts';
+import type { AgentConfig, HarnessConfig, McpConfig } from '../config.ts';
 
 export type { EndEvent, OnBusy, ToolCall, ToolChoice, Usage };
 
@@ -200,33 +201,8 @@ export interface PublishEventArgs {
 
 // ---- §4.6 agents ----------------------------------------------------------------
 
-export interface HarnessConfig {
-  module: string;
-  capabilities: string[];
-}
-
-export interface McpServerConfig {
-  command?: string;
-  args?: string[];
-  url?: string;
-  env?: Record<string, string>;
-  headers?: Record<string, string>;
-}
-
-/** An agent configuration with every default filled in (as `agent_info.config` holds it). */
-export interface AgentConfig {
-  model: string;
-  provider: string | null;
-  description: string;
-  system_prompt: string;
-  max_iterations: number;
-  thinking: boolean;
-  skills: string[];
-  tools: string[] | null;
-  harnesses: HarnessConfig[];
-  mcps: Record<string, McpServerConfig>;
-  echo: { delay_ms: number; cpu_us: number };
-}
+// The agent configuration is defined once, where it is validated (src/shared/config.ts).
+export type { AgentConfig, HarnessConfig, McpConfig };
 
 /** What `create_agent` takes: any subset of the configuration. */
 export type AgentConfigInput = Partial<AgentConfig>;

@@ -59,6 +59,7 @@ export class Connection implements FrameSink {
   #authTimer: NodeJS.Timeout | null = null;
   /** Replies collected while one read is handled; null outside a read. */
   #batch: Buffer[] | null = null;
+  #batchBytes = 0;
 
   constructor(id: number, socket: Socket, transport: 'unix' | 'tcp', host: ConnectionHost, limits: ConnectionLimits) {
     this.id = id;
@@ -95,6 +96,7 @@ export class Connection implements FrameSink {
   #flushBatch(): void {
     const out = this.#batch;
     this.#batch = null;
+    this.#batchBytes = 0;
     if (out === null || out.length === 0) return;
     this.write(out.length === 1 ? out[0]! : Buffer.concat(out));
   }
@@ -163,8 +165,16 @@ export class Connection implements FrameSink {
   /** Writes a reply that main encodes itself (always the request's LAST frame). */
   reply(id: number, value: unknown): void {
     const frame = frameOf(id, FLAG_LAST, value);
-    if (this.#batch !== null) this.#batch.push(frame);
-    else this.write(frame);
+    if (this.#batch === null) return this.write(frame);
+    this.#batch.push(frame);
+    this.#batchBytes += frame.length;
+    // One read of small pipelined requests can ask for huge replies (get_agent
+    // of a large agent, thousands of times): flush early so flow control and
+    // the hard limit see them, instead of holding them all until the read ends.
+    if (this.#batchBytes >= this.#limits.highWaterBytes) {
+      this.#flushBatch();
+      this.#batch = [];
+    }
   }
 
   /** Writes ready-encoded frames, then applies flow control to this connection only. */
@@ -173,7 +183,9 @@ export class Connection implements FrameSink {
     this.#socket.write(frames);
     const queued = this.#socket.writableLength;
     if (queued > this.#limits.hardLimitBytes) {
-      // A reader this far behind is gone in all but name: stop paying for it.
+      // A reader this far behind is gone in all but name: stop paying for it,
+      // and for the rest of its current read.
+      this.#decoder.stop();
       this.#socket.destroy();
     } else if (queued > this.#limits.highWaterBytes && !this.#paused) {
       this.#paused = true;

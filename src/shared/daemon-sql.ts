@@ -5,17 +5,12 @@
  * shards' per-conversation SQL lives with them (worker/store.ts).
  */
 import type { Db } from './db.ts';
+import type { ConversationSummary } from './wire/ops.ts';
 
 type Nullable = string | null;
 
-export interface ConversationListRow {
-  agent: string;
-  sender: string;
-  title: string;
-  message_count: number;
-  created_at: string;
-  updated_at: string;
-}
+/** A `list_conversations` row is the wire's conversation summary as it is. */
+export type ConversationListRow = ConversationSummary;
 
 export interface SubscriptionRow {
   id: number;

@@ -5,11 +5,15 @@
  * file's real path (symlinks resolved) must lie inside the real harness
  * folder, so nothing outside what the operator installed can be loaded.
  *
+ * The folder and the module must belong to the daemon's user (or root) and
+ * be writable by no one else: a folder another user can write to would let
+ * that user plant code the daemon runs.
+ *
  * Main checks asynchronously at create/update time, start-up checks the
  * config file synchronously, and the harness thread checks again before it
  * imports (the file may have changed in between).
  */
-import { realpathSync, statSync } from 'node:fs';
+import { realpathSync, statSync, type Stats } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 
@@ -43,6 +47,21 @@ function outside(name: string, real: string, dir: string): Error {
   return new Error(`harness module "${name}" resolves to ${real}, outside ${dir}`);
 }
 
+/** Refuses a folder or file that another user owns or that group or others may write. */
+function assertTrusted(what: string, path: string, st: Stats): void {
+  const me = process.getuid?.() ?? 0;
+  if (st.uid !== me && st.uid !== 0) throw new Error(`${what} ${path} is owned by uid ${st.uid}, not by the daemon's user or root`);
+  if ((st.mode & 0o022) !== 0) throw new Error(`${what} ${path} is writable by group or others (mode ${(st.mode & 0o777).toString(8)})`);
+}
+
+/** The checks on one candidate, given what the file system said: its real path if it may be loaded. */
+function vet(name: string, dir: string, dirReal: string, real: string, st: Stats): string | null {
+  if (!inside(dirReal, real)) throw outside(name, real, dir);
+  if (!st.isFile()) return null;
+  assertTrusted(`harness module "${name}"`, real, st);
+  return real;
+}
+
 const isMissing = (err: unknown): boolean => ['ENOENT', 'ENOTDIR', 'ELOOP'].includes((err as NodeJS.ErrnoException).code ?? '');
 
 /** The real path of module `name` under `home`, or an Error saying why it cannot be loaded. */
@@ -56,6 +75,7 @@ export async function resolveHarnessModule(home: string, name: string): Promise<
     if (isMissing(err)) throw notFound(name, dir);
     throw err;
   }
+  assertTrusted('the harness folder', dirReal, await stat(dirReal));
   for (const file of candidates(name)) {
     let real: string;
     try {
@@ -64,8 +84,8 @@ export async function resolveHarnessModule(home: string, name: string): Promise<
       if (isMissing(err)) continue;
       throw err;
     }
-    if (!inside(dirReal, real)) throw outside(name, real, dir);
-    if ((await stat(real)).isFile()) return real;
+    const ok = vet(name, dir, dirReal, real, await stat(real));
+    if (ok !== null) return ok;
   }
   throw notFound(name, dir);
 }
@@ -81,6 +101,7 @@ export function resolveHarnessModuleSync(home: string, name: string): string {
     if (isMissing(err)) throw notFound(name, dir);
     throw err;
   }
+  assertTrusted('the harness folder', dirReal, statSync(dirReal));
   for (const file of candidates(name)) {
     let real: string;
     try {
@@ -89,8 +110,8 @@ export function resolveHarnessModuleSync(home: string, name: string): string {
       if (isMissing(err)) continue;
       throw err;
     }
-    if (!inside(dirReal, real)) throw outside(name, real, dir);
-    if (statSync(real).isFile()) return real;
+    const ok = vet(name, dir, dirReal, real, statSync(real));
+    if (ok !== null) return ok;
   }
   throw notFound(name, dir);
 }

@@ -6,6 +6,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { AgentConfig, Capability, ProviderConfig } from './config.ts';
 import type { OnBusy, ToolChoice } from './protocol.ts';
+import type { ActiveConversation } from './wire/ops.ts';
 
 /** What a shard receives when it starts (workerData). */
 export interface ShardInit {
@@ -149,15 +150,7 @@ export interface ShutdownRequest {
 
 export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | ShutdownRequest;
 
-export interface ActiveConversation {
-  agent: string;
-  sender: string;
-  message_count: number;
-  alive_secs: number;
-  title: string;
-  running: boolean;
-  queued: number;
-}
+export type { ActiveConversation };
 
 export interface ActiveAnswer {
   id: number;

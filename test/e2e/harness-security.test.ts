@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -118,6 +118,25 @@ describe('a harness module is named, not located', () => {
     expect(toolResults(await collect(c.stream('fine', '/call hello {}')))[0]).toMatchObject({ output: 'hi', is_error: false });
     expect(existsSync(marker)).toBe(false);
     rmSync(foreign.dir, { recursive: true, force: true });
+  });
+
+  it('a harness folder or module that others may write, or that another user owns, is refused', async () => {
+    const home = makeHome();
+    installHarness(home, 'good.mjs', "export const tools = [{ name: 'hello', run: () => 'hi' }];");
+    installHarness(home, 'shared.mjs', "export const tools = [{ name: 'shared', run: () => 'hi' }];");
+    chmodSync(join(home, 'harness', 'shared.mjs'), 0o666);
+    const d = await testDaemon({ home });
+    const c = await testClient(d);
+    await expect(c.request('create_agent', { name: 'a', config: { harnesses: [{ module: 'shared' }] } })).rejects.toMatchObject({ code: 400, message: expect.stringMatching(/shared\.mjs is writable by group or others \(mode 666\)/) });
+    chmodSync(join(home, 'harness'), 0o777);
+    await expect(c.request('create_agent', { name: 'b', config: { harnesses: [{ module: 'good' }] } })).rejects.toMatchObject({ code: 400, message: expect.stringMatching(/the harness folder .* is writable by group or others \(mode 777\)/) });
+    chmodSync(join(home, 'harness'), 0o755);
+    if (process.getuid?.() === 0) {
+      chownSync(join(home, 'harness', 'good.mjs'), 65534, 65534);
+      await expect(c.request('create_agent', { name: 'c', config: { harnesses: [{ module: 'good' }] } })).rejects.toMatchObject({ code: 400, message: expect.stringMatching(/good\.mjs is owned by uid 65534, not by the daemon's user or root/) });
+    } else {
+      console.log('not root: cannot give a module to another user; the ownership case is skipped');
+    }
   });
 
   it('a bad module in the config file stops start-up with the field and the reason', async () => {

@@ -13,7 +13,7 @@ import { Output } from './output.ts';
 
 const OPTIONS = {
   ...CONNECT_FLAGS,
-  ...Object.fromEntries(Object.entries(COMMAND_OPTIONS).map(([k, v]) => [k, { type: v.type }])),
+  ...Object.fromEntries(Object.entries(COMMAND_OPTIONS).map(([k, v]) => [k, { type: v.type, multiple: 'multiple' in v }])),
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];

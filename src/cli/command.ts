@@ -29,6 +29,13 @@ export const COMMAND_OPTIONS = {
   context: { type: 'string', help: '--context N         messages shown around each hit (default 1)' },
   active: { type: 'boolean', help: '--active            only conversations held in memory now, with running/queued turns' },
   prompt: { type: 'string', help: '--prompt TEXT       the instruction sent to the model (default: a built-in one)' },
+  command: { type: 'string', help: '--command CMD       stdio server: the program to run (in $AGENTD_HOME)' },
+  arg: { type: 'string', multiple: true, help: '--arg A             stdio server: one argument (repeat for more; --arg=-x for one starting with "-")' },
+  env: { type: 'string', multiple: true, help: '--env K=V           stdio server: one environment variable (repeat; the server gets these plus PATH)' },
+  url: { type: 'string', help: '--url URL           Streamable HTTP server: its http:// or https:// endpoint' },
+  header: { type: 'string', multiple: true, help: '--header K=V        HTTP server: one header sent with every request (repeat)' },
+  eager: { type: 'boolean', help: '--eager             connect now and at start-up, not at the first turn that needs it' },
+  'no-auto-restart': { type: 'boolean', help: '--no-auto-restart   do not reconnect when the server dies' },
 } as const;
 
 export type OptionName = keyof typeof COMMAND_OPTIONS;
@@ -44,6 +51,13 @@ export interface Flags {
   context?: string;
   prompt?: string;
   active?: boolean;
+  command?: string;
+  arg?: string[];
+  env?: string[];
+  url?: string;
+  header?: string[];
+  eager?: boolean;
+  'no-auto-restart'?: boolean;
 }
 
 export interface Context {

@@ -7,6 +7,7 @@ const SECTIONS: [string, (c: Command) => boolean][] = [
   ['turns', (c) => ['stream', 'send', 'kill', 'compact'].includes(c.name)],
   ['conversations', (c) => ['history', 'conversations', 'search', 'delete'].includes(c.name)],
   ['agents, models, skills', (c) => /^(agents|models|skills) /.test(c.name)],
+  ['MCP servers', (c) => c.name === 'mcps' || c.name.startsWith('mcps ')],
   ['event bus', (c) => ['subscribe', 'unsubscribe', 'subscriptions', 'publish', 'events'].includes(c.name)],
   ['daemon', (c) => ['ping', 'stats'].includes(c.name)],
 ];

@@ -190,7 +190,7 @@ export class AgentdClient {
   }
 
   /** Sends operation `op` and resolves with its reply variant's value, typed (PROTOCOL §4). */
-  async call<Op extends Exclude<OperationName, 'stream' | 'subscribe_events'>>(op: Op, args: ArgsOf<Op>): Promise<ReplyOf<Op>> {
+  async call<Op extends Exclude<OperationName, 'stream' | 'subscribe_events' | 'subscribe_mcp_events'>>(op: Op, args: ArgsOf<Op>): Promise<ReplyOf<Op>> {
     const body = await this.request(op, args as Body);
     const variant = REPLY_VARIANT[op];
     if (!isPlainMap(body[variant])) throw new AgentdError(Code.Internal, `"${op}" expected a "${variant}" reply, got ${Object.keys(body).join(', ') || 'nothing'}`);
@@ -264,7 +264,7 @@ export class AgentdClient {
     })();
   }
 
-  /** Ends this connection's `subscribe_events` request `requestId` (what breaking out of events() does). */
+  /** Ends this connection's `subscribe_events` or `subscribe_mcp_events` request `requestId` (what breaking out of events() does). */
   async closeEvents(requestId: number): Promise<void> {
     await this.call('close', { request: requestId });
   }
@@ -340,6 +340,44 @@ export class AgentdClient {
 
   stats(): Promise<W.Stats> {
     return this.call('get_stats', {});
+  }
+
+  // ---- MCP servers (§4.10) ----
+
+  /** Every agent's MCP servers (or one agent's) with their connection status. */
+  async listMcps(agent?: string): Promise<W.McpInfo[]> {
+    return (await this.call('list_mcps', agent === undefined ? {} : { agent })).mcps;
+  }
+
+  /** Adds MCP server `name` to the agent, or replaces its settings entirely. */
+  upsertMcp(agent: string, name: string, config: W.McpServerConfig): Promise<W.McpInfo> {
+    return this.call('upsert_mcp', { agent, config: { ...config, name } });
+  }
+
+  async deleteMcp(agent: string, name: string): Promise<void> {
+    await this.call('delete_mcp', { agent, name });
+  }
+
+  /** Drops the server's connection and connects afresh; progress shows in listMcps and mcpEvents. */
+  async reconnectMcp(agent: string, name: string): Promise<void> {
+    await this.call('reconnect_mcp', { agent, name });
+  }
+
+  /**
+   * Watches MCP connection status changes (of every agent, or one). Like
+   * events(): a `ping` afterwards is a barrier, and breaking out sends `close`;
+   * `closeEvents(stream.requestId)` ends it from outside the loop.
+   */
+  mcpEvents(agent?: string): AsyncGenerator<W.McpEvent> & { readonly requestId: number } {
+    const it = this.openStream('subscribe_mcp_events', agent === undefined ? {} : { agent }, (id) => {
+      this.closeEvents(id).catch(() => {}); // the connection may be closing anyway
+    });
+    const gen = (async function* () {
+      for await (const body of it) {
+        if (isPlainMap(body.mcp_event)) yield body.mcp_event as unknown as W.McpEvent;
+      }
+    })();
+    return Object.assign(gen, { requestId: it.id });
   }
 
   /** Writes a raw frame as is (protocol tests). */

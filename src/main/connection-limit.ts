@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import { FLAG_LAST, frameOf } from '../shared/codec.ts';
 import { Code } from '../shared/errors.ts';
 import type { OnSocket } from './listeners.ts';
+import type { LimitLog } from './limit-log.ts';
 
 type Transport = 'unix' | 'tcp';
 
@@ -24,7 +25,10 @@ export class ConnectionLimiter {
   readonly #open: Record<Transport, number> = { unix: 0, tcp: 0 };
   readonly #refused: Record<Transport, number> = { unix: 0, tcp: 0 };
 
-  constructor(maxPerListener: number) {
+  constructor(
+    maxPerListener: number,
+    readonly limitLog: LimitLog | null = null,
+  ) {
     this.max = maxPerListener;
   }
 
@@ -47,6 +51,7 @@ export class ConnectionLimiter {
     socket.resume(); // discard what it sends, so our close is a FIN the peer can read past, not a reset
     const error = { code: Code.TooMany, message: `too many connections on the ${transport} listener (max_connections ${this.max}); try again later` };
     socket.end(frameOf(0, FLAG_LAST, { error }));
+    this.limitLog?.hit(`max_connections ${transport}`, error.message, { transport, refused: this.#refused[transport] });
     setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
   }
 

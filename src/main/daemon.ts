@@ -22,6 +22,7 @@ import { SkillCatalogue } from './skills.ts';
 import { DEFAULT_AGENT_NAME } from './config-load.ts';
 import { Connection, type ConnectionHost, type ConnectionLimits } from './connection.ts';
 import { createDispatch, type Dispatch } from './dispatch.ts';
+import { LimitLog } from './limit-log.ts';
 import { closeServer, listenTcp, listenUnix } from './listeners.ts';
 import { preparePrivateHome, tightenDatabaseFiles } from './private-files.ts';
 import { resolveTcpToken } from './token.ts';
@@ -184,7 +185,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const log = createLogger(config.logLevel, { thread: 'main' });
   preparePrivateHome(config.home, log);
   const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log) };
-  const limiter = new ConnectionLimiter(config.maxConnections);
+  const limitLog = new LimitLog(log);
+  const limiter = new ConnectionLimiter(config.maxConnections, limitLog);
   const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
   if (dbPath !== null) tightenDatabaseFiles(dbPath, log);
   const startup = readStartupState(dbPath, config, log);
@@ -221,7 +223,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     transportStats: () => limiter.stats(),
     limits: limitsOf(config),
     closing: () => lifecycle.closing,
-  });
+  }, limitLog);
   const harness = new HarnessHost(dispatch, agents);
 
   const crashToken = process.env[CRASH_TOKEN_ENV] || null;

@@ -15,6 +15,7 @@ import { conversationOps } from './ops/conversations.ts';
 import { busOps } from './ops/bus.ts';
 import { agentOps } from './ops/agents.ts';
 import { mcpOps } from './ops/mcp.ts';
+import type { LimitLog } from './limit-log.ts';
 
 export type { DispatchContext, Requester } from './ops/op-table.ts';
 
@@ -47,9 +48,13 @@ function notOneOperation(keys: string[]): AgentdError {
   return new AgentdError(Code.BadRequest, `a request holds exactly one operation; got ${why}`);
 }
 
-export function createDispatch(ctx: DispatchContext): Dispatch {
+export function createDispatch(ctx: DispatchContext, limitLog: LimitLog | null = null): Dispatch {
   const ops = bindOperations();
-  const fail = (from: Requester, req: number, err: unknown): void => from.reply(req, { error: toWireError(err) });
+  const fail = (from: Requester, req: number, err: unknown): void => {
+    const error = toWireError(err);
+    if (error.code === Code.TooMany) limitLog?.hit(error.message.replace(/\d+/g, 'N'), error.message, { connection: from.id });
+    from.reply(req, { error });
+  };
 
   return (from, req, body) => {
     const keys = Object.keys(body);

@@ -5,7 +5,7 @@
  * operation, runs through the same dispatch that serves sockets, and its one
  * reply is narrowed before it is returned:
  *
- *   peers.list()          list_agents      every agent_info.config cleared
+ *   peers.list()          list_agents      the other agents, every agent_info.config cleared
  *   sessions.search(q, o) search_sessions  `agent` forced to the calling agent, and
  *                                          `sender` to the calling turn's sender unless
  *                                          the agent has `session_search: "agent"`
@@ -100,7 +100,7 @@ export class HarnessHost {
     switch (capability) {
       case 'peers.list': {
         const { agent_list } = (await this.#run('list_agents', {})) as { agent_list: { agents: Record<string, unknown>[] } };
-        return agent_list.agents.map((a) => ({ ...a, config: {} }));
+        return agent_list.agents.filter((a) => a.name !== agent).map((a) => ({ ...a, config: {} }));
       }
       case 'sessions.search': {
         const [query, opts] = args;

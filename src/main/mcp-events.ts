@@ -6,16 +6,9 @@
  */
 import { FLAG_LAST, frameOf } from '../shared/codec.ts';
 import type { ObserverSink } from './observers.ts';
+import type { McpEvent } from '../shared/wire/ops.ts';
 
-export interface McpEvent {
-  agent: string;
-  name: string;
-  transport: string;
-  status: string;
-  error: string;
-  tool_count: number;
-  timestamp: string;
-}
+export type { McpEvent };
 
 interface Subscription {
   sink: ObserverSink;

@@ -12,21 +12,12 @@ import type { FromMcpThread, McpState, McpThreadInit, ToMcpThread } from '../sha
 import type { AgentRegistry } from './agent-registry.ts';
 import { McpEventStreams } from './mcp-events.ts';
 import { workerScript } from './worker-script.ts';
+import type { McpInfo } from '../shared/wire/ops.ts';
 
 /** How long shutdown waits for the MCP thread to stop its servers before terminating it. */
 const CLOSE_TIMEOUT_MS = 5_000;
 
-/** One entry of `list_mcps`: the operator's own view, settings (secrets included) and all. */
-export interface McpInfo {
-  agent: string;
-  name: string;
-  transport: string;
-  status: string;
-  error: string;
-  tool_count: number;
-  tools: string[];
-  config: McpConfig;
-}
+export type { McpInfo };
 
 export interface McpHubOptions {
   agents: AgentRegistry;

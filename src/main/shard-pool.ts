@@ -330,6 +330,7 @@ export class ShardPool {
     this.#watchdog.unwatch(shard.index);
     WriteLock.releaseFor(this.#opts.writeLock, ownerToken(shard.index));
     this.#endAll(shard, why, 'crash', outputs);
+    this.#opts.log.warn({ shard: shard.index, why }, 'shard lost: its turns ended with an error; starting a replacement');
     this.#respawn(shard, outputs, []);
   }
 
@@ -347,7 +348,7 @@ export class ShardPool {
     // Messages wait in `outbound` for the replacement instead of going to the frozen thread.
     shard.worker = null;
     const why = `shard stalled (no answer within ${this.#opts.stallMs} ms)`;
-    this.#opts.log.error({ shard: shard.index, stallMs: this.#opts.stallMs }, 'shard stalled: replacing it');
+    this.#opts.log.error({ shard: shard.index, stall_ms: this.#opts.stallMs }, 'shard stalled: replacing it');
     const stalled = this.#endAll(shard, why, 'stall', outputs);
     void worker.terminate().finally(() => {
       if (this.#closing) return;
@@ -358,7 +359,10 @@ export class ShardPool {
   }
 
   #respawn(shard: ShardThread, outputs: ShardOutputs, stalled: StalledTurn[]): void {
-    this.#spawn(shard, outputs, stalled).catch((err: unknown) => this.#opts.log.fatal({ err, shard: shard.index }, 'replacement shard failed to start'));
+    this.#spawn(shard, outputs, stalled).then(
+      () => this.#opts.log.info({ shard: shard.index, stalled_turns: stalled.length }, 'replacement shard ready'),
+      (err: unknown) => this.#opts.log.fatal({ err, shard: shard.index }, 'replacement shard failed to start'),
+    );
   }
 
   /** Ends every request and turn the lost shard owed; returns the turns to store as ended `stalled`. */

@@ -84,7 +84,12 @@ export interface ProviderConfig {
   /** The name of the environment variable holding the API key; the key itself is never stored. */
   api_key_env: string | null;
   headers: Record<string, string>;
+  /** Longest wait for the connection, the first byte, and each next chunk; the turn ends with an error past it. */
+  timeout_ms: number;
 }
+
+/** The default provider `timeout_ms`: two minutes. */
+export const DEFAULT_PROVIDER_TIMEOUT_MS = 120_000;
 
 export const AGENT_DEFAULTS = {
   model: 'echo',
@@ -237,7 +242,7 @@ const FILE_KEYS = [
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
-const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers'];
+const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers', 'timeout_ms'];
 const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers', 'eager', 'auto_restart'];
 
 function positiveInt(v: unknown, source: string, field: string, min = 1): number {
@@ -394,6 +399,7 @@ export function validateProviders(raw: unknown, source: string): Record<string, 
       base_url: baseUrl,
       api_key_env: p.api_key_env === undefined ? null : string(p.api_key_env, source, `${at}.api_key_env`, false),
       headers: p.headers === undefined ? {} : stringMap(p.headers, source, `${at}.headers`),
+      timeout_ms: p.timeout_ms === undefined ? DEFAULT_PROVIDER_TIMEOUT_MS : boundedInt(p.timeout_ms, source, `${at}.timeout_ms`, 1, MAX_TOOL_TIMEOUT_MS),
     };
   }
   return out;

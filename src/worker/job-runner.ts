@@ -172,6 +172,7 @@ export class JobRunner {
       try {
         tools = await this.#o.harness.toolsFor(answering, config, cancel);
       } catch (err) {
+        this.#o.log.warn({ agent: answering, err: (err as Error).message }, 'loading the agent\'s tools failed (harness module or MCP server): the turn ends with an error');
         return reply.endEmpty(answering, StopReason.Error, `loading tools failed: ${(err as Error).message}`, config.model);
       }
     }
@@ -188,6 +189,7 @@ export class JobRunner {
       emit: reply.event,
     });
     let { stopReason, error } = result;
+    if (stopReason === StopReason.Error) this.#o.log.warn({ agent: answering, sender: req.sender, model: config.model, provider: config.provider, error }, 'turn ended with an error');
     const outcome: TurnOutcome | null =
       req.turnId === null
         ? null

@@ -20,7 +20,9 @@ const post = (msg: FromMcpThread): void => port.postMessage(msg);
 
 const report = (state: McpState, removed: boolean): void => {
   // Errors are redacted by the connection; nothing else here carries a secret.
-  log.info({ agent: state.agent, server: state.name, status: state.status, error: state.error, removed }, 'mcp server status');
+  // A failure or a lost connection is a warning; the rest is routine.
+  const level = state.status === 'failed' || (state.status === 'disconnected' && state.error !== '') ? 'warn' : 'info';
+  log[level]({ agent: state.agent, server: state.name, status: state.status, error: state.error, removed }, 'mcp server status');
   post({ type: 'state', state, removed });
 };
 

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { onTestFinished } from 'vitest';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
 import { collect, waitFor } from './daemon.ts';
+import type { McpInfo } from '../../src/shared/wire/ops.ts';
 
 export const FIXTURES = resolve(import.meta.dirname, '../fixtures');
 export const STDIO_SERVER = join(FIXTURES, 'mcp-stdio.mjs');
@@ -72,16 +73,7 @@ export async function callTool(c: AgentdClient, agent: string, tool: string, arg
   return { evs, result };
 }
 
-export interface McpInfo {
-  agent: string;
-  name: string;
-  transport: string;
-  status: string;
-  error: string;
-  tool_count: number;
-  tools: string[];
-  config: Record<string, unknown>;
-}
+export type { McpInfo };
 
 export async function listMcps(c: AgentdClient, agent?: string): Promise<McpInfo[]> {
   const r = await c.request('list_mcps', agent === undefined ? {} : { agent });

@@ -5,9 +5,10 @@ import { busCommands } from './bus.ts';
 import { catalogCommands } from './catalog.ts';
 import { conversationCommands } from './conversations.ts';
 import { daemonCommands } from './daemon.ts';
+import { mcpCommands } from './mcps.ts';
 import { turnCommands } from './turns.ts';
 
-export const COMMANDS: readonly Command[] = [...turnCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...busCommands, ...daemonCommands];
+export const COMMANDS: readonly Command[] = [...turnCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...daemonCommands];
 
 /** Groups whose bare name runs their `list` command. */
 export const GROUPS: readonly string[] = ['agents', 'models', 'skills'];

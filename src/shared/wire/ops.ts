@@ -203,6 +203,8 @@ export interface PublishEventArgs {
 
 // The agent configuration is defined once, where it is validated (src/shared/config.ts).
 export type { AgentConfig, HarnessConfig, McpConfig };
+/** One MCP server's settings, as `mcps` and `upsert_mcp` take them. */
+export type McpServerConfig = McpConfig;
 
 /** What `create_agent` takes: any subset of the configuration. */
 export type AgentConfigInput = Partial<AgentConfig>;
@@ -268,6 +270,34 @@ export interface Stats {
   limits: Record<string, number>;
 }
 
+// ---- §4.10 MCP servers -----------------------------------------------------------
+
+export type McpStatus = 'disconnected' | 'connecting' | 'connected' | 'failed';
+
+/** One MCP server of one agent, as `list_mcps` and `upsert_mcp` answer (secrets included: the operator's view). */
+export interface McpInfo {
+  agent: string;
+  name: string;
+  transport: 'stdio' | 'http';
+  status: McpStatus;
+  /** Why it failed or was lost; "" when none. */
+  error: string;
+  tool_count: number;
+  tools: string[];
+  config: McpServerConfig;
+}
+
+/** A status change of an MCP connection (`subscribe_mcp_events`). */
+export type McpEvent = Omit<McpInfo, 'tools' | 'config'> & { timestamp: string };
+
+/** What `upsert_mcp` takes as `config`: the server's name plus its `mcps` entry. */
+export type McpUpsertConfig = McpServerConfig & { name: string };
+
+export interface McpServerArgs {
+  agent: string;
+  name: string;
+}
+
 // ---- the table -----------------------------------------------------------------
 
 /** Every operation: its argument map, its reply variant and the variant's value. */
@@ -299,6 +329,11 @@ export interface Operations {
   ping: { args: Empty; variant: 'pong'; reply: Empty };
   auth: { args: { token: string }; variant: 'pong'; reply: Empty };
   get_stats: { args: Empty; variant: 'stats'; reply: Stats };
+  list_mcps: { args: { agent?: string }; variant: 'mcp_list'; reply: { mcps: McpInfo[] } };
+  upsert_mcp: { args: { agent: string; config: McpUpsertConfig }; variant: 'mcp_info'; reply: McpInfo };
+  delete_mcp: { args: McpServerArgs; variant: 'pong'; reply: Empty };
+  reconnect_mcp: { args: McpServerArgs; variant: 'pong'; reply: Empty };
+  subscribe_mcp_events: { args: { agent?: string }; variant: 'mcp_event'; reply: McpEvent };
 }
 
 export type OperationName = keyof Operations;
@@ -334,6 +369,11 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   ping: 'pong',
   auth: 'pong',
   get_stats: 'stats',
+  list_mcps: 'mcp_list',
+  upsert_mcp: 'mcp_info',
+  delete_mcp: 'pong',
+  reconnect_mcp: 'pong',
+  subscribe_mcp_events: 'mcp_event',
 };
 
 export const OPERATIONS = Object.keys(REPLY_VARIANT) as OperationName[];

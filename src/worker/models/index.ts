@@ -1,5 +1,6 @@
 /** Resolves an agent's model to the provider that serves it, behind the agent's secret redaction. */
 import type { AgentConfig, ProviderConfig } from '../../shared/config.ts';
+import type { Logger } from '../../shared/log.ts';
 import { apiKeyOf } from '../../shared/provider-http.ts';
 import { Redactor, secretValues } from '../../shared/redact.ts';
 import { EchoModel } from './echo.ts';
@@ -15,7 +16,10 @@ export class Models {
   /** Per agent config (a changed config is a new object): its model behind its redactor. */
   readonly #redacted = new WeakMap<AgentConfig, Model>();
 
-  constructor(providers: Record<string, ProviderConfig>) {
+  constructor(
+    providers: Record<string, ProviderConfig>,
+    readonly log: Logger | null = null,
+  ) {
     this.#providers = providers;
   }
 
@@ -39,7 +43,7 @@ export class Models {
     if (client === undefined) {
       const cfg = this.#providers[agent.provider];
       if (cfg === undefined) return new Error(`provider "${agent.provider}" is not configured`);
-      client = new OpenAIModel(agent.provider, cfg);
+      client = new OpenAIModel(agent.provider, cfg, this.log);
       this.#clients.set(agent.provider, client);
     }
     return client;

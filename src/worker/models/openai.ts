@@ -15,7 +15,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
-import type { ProviderConfig } from '../../shared/config.ts';
+import { DEFAULT_PROVIDER_TIMEOUT_MS, type ProviderConfig } from '../../shared/config.ts';
+import type { Logger } from '../../shared/log.ts';
 import { apiUrl, authHeaders, errorMessage, ProviderError, redactProviderText } from '../../shared/provider-http.ts';
 import type { ToolCall, ToolChoice, Usage } from '../../shared/protocol.ts';
 import type { Message, Model, ModelEvent, ModelRequest, ToolSpec } from './types.ts';
@@ -92,16 +93,58 @@ function backoffMs(attempt: number, retryAfter: string | null): number {
   return Math.min(BACKOFF_BASE_MS * 2 ** attempt, BACKOFF_MAX_MS) * (0.5 + Math.random() / 2);
 }
 
+/**
+ * Aborts when nothing arrived for `ms`: armed while connecting, waiting for
+ * the first byte and between chunks; paused during a retry's backoff.
+ */
+class SilenceTimer {
+  readonly #controller = new AbortController();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(readonly ms: number) {}
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  get fired(): boolean {
+    return this.#controller.signal.aborted;
+  }
+
+  arm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#controller.abort(new Error('timeout_ms')), this.ms);
+  }
+
+  pause(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
 export class OpenAIModel implements Model {
   readonly name: string;
   readonly #cfg: ProviderConfig;
+  readonly #log: Logger | null;
 
-  constructor(providerName: string, cfg: ProviderConfig) {
+  constructor(providerName: string, cfg: ProviderConfig, log: Logger | null = null) {
     this.name = providerName;
     this.#cfg = cfg;
+    this.#log = log;
   }
 
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    const silence = new SilenceTimer(this.#cfg.timeout_ms ?? DEFAULT_PROVIDER_TIMEOUT_MS);
+    try {
+      yield* this.#stream(request, silence);
+    } catch (err) {
+      if (silence.fired && !request.cancel.signal.aborted) throw this.#timedOut(silence.ms);
+      throw err;
+    } finally {
+      silence.pause();
+    }
+  }
+
+  async *#stream(request: ModelRequest, silence: SilenceTimer): AsyncIterable<ModelEvent> {
     const { agent, cancel } = request;
     const body: Record<string, unknown> = {
       model: agent.model,
@@ -114,7 +157,7 @@ export class OpenAIModel implements Model {
       const choice = wireToolChoice(request.toolChoice);
       if (choice !== undefined) body.tool_choice = choice;
     }
-    const res = await this.#post(JSON.stringify(body), cancel.signal);
+    const res = await this.#post(JSON.stringify(body), cancel.signal, silence);
 
     const calls = new Map<number, ToolCall>();
     let usage: Usage | null = null;
@@ -123,6 +166,7 @@ export class OpenAIModel implements Model {
     const parser = createParser({ onEvent: (ev) => pending.push(ev.data) });
     const decoder = new TextDecoder();
     for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
+      silence.pause(); // the consumer's time (tool runs come later) is not the provider's
       parser.feed(decoder.decode(bytes, { stream: true }));
       while (pending.length > 0) {
         const data = pending.shift()!;
@@ -155,7 +199,9 @@ export class OpenAIModel implements Model {
           if (piece.function?.arguments) call.arguments += piece.function.arguments;
         }
       }
+      silence.arm();
     }
+    silence.pause();
     if (!finished && calls.size === 0 && usage === null) {
       // Some servers omit [DONE]; a stream that ends with nothing at all is an error.
       cancel.throwIfAborted();
@@ -166,10 +212,12 @@ export class OpenAIModel implements Model {
     if (usage !== null) yield { type: 'usage', usage };
   }
 
-  async #post(body: string, signal: AbortSignal): Promise<Response> {
+  async #post(body: string, cancel: AbortSignal, silence: SilenceTimer): Promise<Response> {
     const url = apiUrl(this.#cfg.base_url, 'chat/completions');
+    const signal = AbortSignal.any([cancel, silence.signal]);
     for (let attempt = 0; ; attempt++) {
       let res: Response;
+      silence.arm();
       try {
         res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(this.#cfg) }, body, signal });
       } catch (err) {
@@ -180,11 +228,18 @@ export class OpenAIModel implements Model {
       const text = await res.text();
       const retryable = res.status === 429 || res.status >= 500;
       if (retryable && attempt < MAX_RETRIES) {
-        await sleep(backoffMs(attempt, res.headers.get('retry-after')), undefined, { signal });
+        const waitMs = backoffMs(attempt, res.headers.get('retry-after'));
+        this.#log?.info({ provider: this.name, status: res.status, attempt: attempt + 1, wait_ms: Math.round(waitMs) }, 'provider answered with a retryable error: retrying');
+        silence.pause();
+        await sleep(waitMs, undefined, { signal: cancel });
         continue;
       }
       throw this.#fail(`${res.status} ${errorMessage(text) || res.statusText}`, res.status);
     }
+  }
+
+  #timedOut(ms: number): ProviderError {
+    return new ProviderError(`provider "${this.name}" sent nothing for ${ms} ms (timeout_ms)`);
   }
 
   /** An error naming this provider, with what it was sent (key, header values, Authorization) redacted. */

@@ -25,7 +25,10 @@ describe('Streamable HTTP MCP servers', { timeout: 90_000 }, () => {
     const evs: StreamEvent[] = [];
     for await (const ev of c.stream('a', '/call web__hang {"tag":"h1"}', { sender: 'k' })) {
       evs.push(ev);
-      if (ev.type === 'tool_start') await killer.kill('a', 'k');
+      if (ev.type !== 'tool_start') continue;
+      // Kill once the call is at the server, so there is a call to cancel there.
+      await expect.poll(() => notes(dir, 'started'), { timeout: 15_000 }).toContain('h1');
+      await killer.kill('a', 'k');
     }
     expect(end(evs).stop_reason).toBe('cancelled');
     await expect.poll(() => notes(dir, 'cancelled'), { timeout: 15_000 }).toContain('h1');

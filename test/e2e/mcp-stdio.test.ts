@@ -52,7 +52,10 @@ describe('stdio MCP servers', { timeout: 90_000 }, () => {
     const evs: StreamEvent[] = [];
     for await (const ev of c.stream('a', '/call fx__hang {"tag":"t1"}', { sender: 'k' })) {
       evs.push(ev);
-      if (ev.type === 'tool_start') await killer.kill('a', 'k');
+      if (ev.type !== 'tool_start') continue;
+      // Kill once the call is at the server, so there is a call to cancel there.
+      await waitFor(() => notes(dir, 'started').includes('t1'), 'the server to start the call');
+      await killer.kill('a', 'k');
     }
     expect(end(evs)).toMatchObject({ stop_reason: 'cancelled' });
     await waitFor(() => notes(dir, 'cancelled').includes('t1'), 'the server to see the cancellation');

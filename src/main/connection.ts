@@ -32,6 +32,12 @@ type State = 'open' | 'closing' | 'closed';
 
 const CLOSE_LINGER_MS = 2_000;
 /**
+ * Past the hard limit a connection is cut only if its peer read nothing for
+ * this long: a reader that keeps reading is never cut, however far behind a
+ * fast producer leaves it (what it is owed is bounded by its requests).
+ */
+export const STALLED_READER_MS = 3_000;
+/**
  * Before authentication a connection may send one frame, `auth`, this big at
  * most; a larger header is refused before any of its body is read.
  */
@@ -57,6 +63,7 @@ export class Connection implements FrameSink {
   #paused = false;
   #cancelTurnsOnClose = true;
   #authTimer: NodeJS.Timeout | null = null;
+  #stallTimer: NodeJS.Timeout | null = null;
   /** Replies collected while one read is handled; null outside a read. */
   #batch: Buffer[] | null = null;
 
@@ -172,13 +179,32 @@ export class Connection implements FrameSink {
     if (this.#state === 'closed') return;
     this.#socket.write(frames);
     const queued = this.#socket.writableLength;
-    if (queued > this.#limits.hardLimitBytes) {
-      // A reader this far behind is gone in all but name: stop paying for it.
-      this.#socket.destroy();
-    } else if (queued > this.#limits.highWaterBytes && !this.#paused) {
+    if (queued > this.#limits.highWaterBytes && !this.#paused) {
       this.#paused = true;
       this.#socket.pause();
     }
+    if (queued > this.#limits.hardLimitBytes) this.#watchForStall();
+  }
+
+  /** Bytes the kernel has taken from this socket so far: what the peer is really reading. */
+  #sentBytes(): number {
+    return this.#socket.bytesWritten - this.#socket.writableLength;
+  }
+
+  /**
+   * Over the hard limit: checks every STALLED_READER_MS whether the peer took
+   * anything; a reader this far behind that reads nothing is gone in all but
+   * name, so stop paying for it.
+   */
+  #watchForStall(): void {
+    if (this.#stallTimer !== null) return;
+    const sentAtStart = this.#sentBytes();
+    this.#stallTimer = setTimeout(() => {
+      this.#stallTimer = null;
+      if (this.#state === 'closed' || this.#socket.writableLength <= this.#limits.hardLimitBytes) return;
+      if (this.#sentBytes() === sentAtStart) this.#socket.destroy();
+      else this.#watchForStall();
+    }, STALLED_READER_MS).unref();
   }
 
   /** Bytes queued on the socket and not yet sent (observers drop events past a bound). */
@@ -187,6 +213,8 @@ export class Connection implements FrameSink {
   }
 
   readonly #onDrain = (): void => {
+    if (this.#stallTimer !== null) clearTimeout(this.#stallTimer);
+    this.#stallTimer = null;
     if (this.#paused) {
       this.#paused = false;
       this.#socket.resume();
@@ -227,6 +255,7 @@ export class Connection implements FrameSink {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     this.#clearAuthTimer();
+    if (this.#stallTimer !== null) clearTimeout(this.#stallTimer);
     this.#decoder.stop();
     this.#host.closed(this, this.#cancelTurnsOnClose);
   };

@@ -94,6 +94,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     shardStallMs: file.shard_stall_ms ?? DEFAULTS.shardStallMs,
     maxChainTurns: file.max_chain_turns ?? DEFAULTS.maxChainTurns,
     maxQueuedTurns: file.max_queued_turns ?? DEFAULTS.maxQueuedTurns,
+    walMaxBytes: file.wal_max_bytes ?? DEFAULTS.walMaxBytes,
     agents: file.agents ?? defaultAgents(),
     configFile,
   });

@@ -32,6 +32,12 @@ type State = 'open' | 'closing' | 'closed';
 
 const CLOSE_LINGER_MS = 2_000;
 /**
+ * Past the hard limit a connection is cut only if its peer read nothing for
+ * this long: a reader that keeps reading is never cut, however far behind a
+ * fast producer leaves it (what it is owed is bounded by its requests).
+ */
+export const STALLED_READER_MS = 3_000;
+/**
  * Before authentication a connection may send one frame, `auth`, this big at
  * most; a larger header is refused before any of its body is read.
  */
@@ -57,6 +63,9 @@ export class Connection implements FrameSink {
   #paused = false;
   #cancelTurnsOnClose = true;
   #authTimer: NodeJS.Timeout | null = null;
+  #stallTimer: NodeJS.Timeout | null = null;
+  /** True while one read's requests are handled (a paused socket is not read). */
+  #reading = false;
   /** Replies collected while one read is handled; null outside a read. */
   #batch: Buffer[] | null = null;
   #batchBytes = 0;
@@ -86,10 +95,12 @@ export class Connection implements FrameSink {
     // cheaper than a writev of many small frames (measured: writev was the
     // largest item of main's profile under pipelined ping).
     this.#batch = [];
+    this.#reading = true;
     try {
       this.#decoder.push(chunk);
     } finally {
       this.#flushBatch();
+      this.#reading = false;
     }
   };
 
@@ -182,15 +193,39 @@ export class Connection implements FrameSink {
     if (this.#state === 'closed') return;
     this.#socket.write(frames);
     const queued = this.#socket.writableLength;
-    if (queued > this.#limits.hardLimitBytes) {
-      // A reader this far behind is gone in all but name: stop paying for it,
-      // and for the rest of its current read.
+    if (queued > this.#limits.hardLimitBytes && this.#reading) {
+      // A paused socket is not read, so this is one read's own replies, unread,
+      // past the hard limit: stop paying for it and for the rest of that read.
       this.#decoder.stop();
       this.#socket.destroy();
-    } else if (queued > this.#limits.highWaterBytes && !this.#paused) {
+      return;
+    }
+    if (queued > this.#limits.highWaterBytes && !this.#paused) {
       this.#paused = true;
       this.#socket.pause();
     }
+    if (queued > this.#limits.hardLimitBytes) this.#watchForStall();
+  }
+
+  /** Bytes the kernel has taken from this socket so far: what the peer is really reading. */
+  #sentBytes(): number {
+    return this.#socket.bytesWritten - this.#socket.writableLength;
+  }
+
+  /**
+   * Over the hard limit: checks every STALLED_READER_MS whether the peer took
+   * anything; a reader this far behind that reads nothing is gone in all but
+   * name, so stop paying for it.
+   */
+  #watchForStall(): void {
+    if (this.#stallTimer !== null) return;
+    const sentAtStart = this.#sentBytes();
+    this.#stallTimer = setTimeout(() => {
+      this.#stallTimer = null;
+      if (this.#state === 'closed' || this.#socket.writableLength <= this.#limits.hardLimitBytes) return;
+      if (this.#sentBytes() === sentAtStart) this.#socket.destroy();
+      else this.#watchForStall();
+    }, STALLED_READER_MS).unref();
   }
 
   /** Bytes queued on the socket and not yet sent (observers drop events past a bound). */
@@ -199,6 +234,8 @@ export class Connection implements FrameSink {
   }
 
   readonly #onDrain = (): void => {
+    if (this.#stallTimer !== null) clearTimeout(this.#stallTimer);
+    this.#stallTimer = null;
     if (this.#paused) {
       this.#paused = false;
       this.#socket.resume();
@@ -239,6 +276,7 @@ export class Connection implements FrameSink {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     this.#clearAuthTimer();
+    if (this.#stallTimer !== null) clearTimeout(this.#stallTimer);
     this.#decoder.stop();
     this.#host.closed(this, this.#cancelTurnsOnClose);
   };

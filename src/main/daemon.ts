@@ -248,7 +248,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
 
 function startStorage(config: ResolvedConfig, dbPath: string, writeLock: SharedArrayBuffer, log: Logger): StoragePool {
   const storage = new StoragePool(config.storageThreads, dbPath, writeLock, (err) => log.error({ err }, 'a storage thread failed'));
-  storage.startCheckpoints(CHECKPOINT_INTERVAL_MS, (err) => log.warn({ err }, 'checkpoint failed'));
+  storage.startCheckpoints(CHECKPOINT_INTERVAL_MS, config.walMaxBytes, (err) => log.warn({ err }, 'checkpoint failed'));
   return storage;
 }
 

@@ -33,10 +33,20 @@ export class StoragePool {
     return this.#pool.run(task) as Promise<T>;
   }
 
-  /** Checkpoints the WAL every `intervalMs` in the background (connections never do it on commit). */
-  startCheckpoints(intervalMs: number, onError: (err: unknown) => void): void {
+  /**
+   * Checkpoints the WAL every `intervalMs` in the background (connections
+   * never do it on commit), keeping it under `walMaxBytes` (see
+   * boundedCheckpoint). One at a time: a tick that finds one running skips.
+   */
+  startCheckpoints(intervalMs: number, walMaxBytes: number, onError: (err: unknown) => void): void {
     this.#checkpoints = setInterval(() => {
-      this.run({ op: 'checkpoint', mode: 'PASSIVE' }).catch(onError);
+      if (this.#checkpointing) return;
+      this.#checkpointing = true;
+      this.run({ op: 'bounded_checkpoint', walMaxBytes })
+        .catch(onError)
+        .finally(() => {
+          this.#checkpointing = false;
+        });
     }, intervalMs);
     this.#checkpoints.unref();
   }
@@ -49,4 +59,5 @@ export class StoragePool {
   }
 
   #checkpoints: NodeJS.Timeout | null = null;
+  #checkpointing = false;
 }

@@ -150,6 +150,8 @@ export interface ResolvedConfig {
   maxChainTurns: number;
   /** Turns one conversation may hold queued behind its running one. */
   maxQueuedTurns: number;
+  /** The WAL is checkpointed with TRUNCATE (under the shards' write lock) before it reaches this size. */
+  walMaxBytes: number;
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
@@ -175,6 +177,7 @@ export const DEFAULTS = {
   shardStallMs: 10_000,
   maxChainTurns: 1_000,
   maxQueuedTurns: 1_000,
+  walMaxBytes: 64 * 1024 * 1024,
 } as const;
 
 /** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
@@ -231,6 +234,7 @@ export interface FileSettings {
   shard_stall_ms?: number;
   max_chain_turns?: number;
   max_queued_turns?: number;
+  wal_max_bytes?: number;
   agents?: Record<string, AgentConfig>;
 }
 
@@ -238,7 +242,7 @@ const FILE_KEYS = [
   'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
   'max_agents', 'max_subscriptions', 'max_observers',
-  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns',
+  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
@@ -439,6 +443,7 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   if (raw.shard_stall_ms !== undefined) out.shard_stall_ms = positiveInt(raw.shard_stall_ms, source, 'shard_stall_ms', 100);
   if (raw.max_chain_turns !== undefined) out.max_chain_turns = positiveInt(raw.max_chain_turns, source, 'max_chain_turns');
   if (raw.max_queued_turns !== undefined) out.max_queued_turns = positiveInt(raw.max_queued_turns, source, 'max_queued_turns');
+  if (raw.wal_max_bytes !== undefined) out.wal_max_bytes = positiveInt(raw.wal_max_bytes, source, 'wal_max_bytes');
   if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
   const providerNames = Object.keys(out.providers ?? {});
   if (raw.agents !== undefined) {

@@ -5,6 +5,7 @@
  * readers search; synchronous=NORMAL keeps commits off fsync but a crash
  * (even kill -9) still loses at most uncommitted turns.
  */
+import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { AgentdError, Code } from './errors.ts';
 
@@ -119,12 +120,62 @@ export function openDatabase(path: string, options: { readonly?: boolean } = {})
     // database and syncs it, milliseconds that would land on whichever turn
     // crossed the threshold. The storage pool checkpoints in the background.
     db.pragma('wal_autocheckpoint = 0');
+    // When a checkpoint resets the WAL, the file shrinks back to this size
+    // instead of keeping its high-water size forever.
+    db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`);
   }
   return db;
 }
 
-/** How often the storage pool moves the WAL into the database. */
-export const CHECKPOINT_INTERVAL_MS = 1_000;
+/** How often the storage pool moves the WAL into the database (and checks its size). */
+export const CHECKPOINT_INTERVAL_MS = 500;
+
+/** What a reset WAL file is cut back to. */
+export const JOURNAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024;
+
+/** How long a bounding checkpoint waits for readers of an older snapshot before giving up until the next tick. */
+const BOUNDING_CHECKPOINT_WAIT_MS = 1_000;
+
+export interface CheckpointResult {
+  mode: 'PASSIVE' | 'TRUNCATE';
+  /** 1 when SQLite could not finish (readers or a writer in the way). */
+  busy: number;
+  walBytesBefore: number;
+}
+
+/**
+ * Keeps the WAL under `walMaxBytes`. A PASSIVE checkpoint never waits, so
+ * under steady writes and overlapping readers it never reaches the end of the
+ * WAL and the file only grows. Once the WAL passes half the bound, this takes
+ * the shards' write lock (no shard can be mid-commit, and the wait is the
+ * length of one commit) and runs TRUNCATE, which waits only for readers of an
+ * older snapshot (brief: searches and history reads) and then empties the file.
+ */
+export function boundedCheckpoint(db: Db, walPath: string, walMaxBytes: number, withWriteLock: <T>(fn: () => T) => T): CheckpointResult {
+  const walBytesBefore = fileSize(walPath);
+  if (walBytesBefore <= walMaxBytes / 2) {
+    const [row] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number }[];
+    return { mode: 'PASSIVE', busy: row?.busy ?? 0, walBytesBefore };
+  }
+  const busy = withWriteLock(() => {
+    db.pragma(`busy_timeout = ${BOUNDING_CHECKPOINT_WAIT_MS}`);
+    try {
+      const [row] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+      return row?.busy ?? 0;
+    } finally {
+      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
+  });
+  return { mode: 'TRUNCATE', busy, walBytesBefore };
+}
+
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
 
 function refuseNewer(db: Db, path: string): number {
   const current = db.pragma('user_version', { simple: true }) as number;

@@ -222,6 +222,7 @@ export type StorageTask =
   | { op: 'agent_delete'; name: string }
   /** Copies the WAL into the database without blocking writers (TRUNCATE: and empties it, at shutdown). */
   | { op: 'checkpoint'; mode: 'PASSIVE' | 'TRUNCATE' }
+  | { op: 'bounded_checkpoint'; walMaxBytes: number }
   | ({ op: 'search_sessions' } & SearchOptions);
 
 /** A session search, its bounds already applied (PROTOCOL §4). */

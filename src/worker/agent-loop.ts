@@ -9,6 +9,7 @@ import type { Message, Model } from './models/types.ts';
 import { runTools, type ToolResult, type ToolSet } from './tools.ts';
 import { GENERIC_REDACTOR } from '../shared/redact.ts';
 import type { Cancellation } from './cancellation.ts';
+import { TextAccumulator } from './text-accumulator.ts';
 
 export type Emit = (event: string, body: Record<string, unknown>) => void;
 
@@ -58,7 +59,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   let finalText = '';
   let open: 'text' | 'thinking' | null = null;
   // Text of the step in progress: kept on cancel, as streamed text is never taken back.
-  let stepText = '';
+  const stepText = new TextAccumulator();
 
   const closeSegment = (): void => {
     if (open !== null) {
@@ -83,7 +84,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   try {
     for (let iteration = 0; iteration < input.config.max_iterations; iteration++) {
       cancel.throwIfAborted();
-      stepText = '';
+      stepText.clear();
       const calls: ToolCall[] = [];
       let stepUsage: Usage | null = null;
       const stream = input.model.stream({
@@ -98,7 +99,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
         switch (ev.type) {
           case 'text':
             openSegment('text');
-            stepText += ev.delta;
+            stepText.append(ev.delta);
             emit('chunk', { content: ev.delta });
             break;
           case 'thinking':
@@ -116,11 +117,11 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       }
       closeSegment();
       if (stepUsage !== null) emit('context_usage', { usage: stepUsage });
-      if (stepText !== '') finalText = stepText;
+      if (!stepText.empty) finalText = stepText.text();
 
       if (calls.length === 0) {
-        if (stepText !== '') produced.push(assistant(stepText));
-        stepText = '';
+        if (!stepText.empty) produced.push(assistant(stepText.text()));
+        stepText.clear();
         return result(finalText === '' ? StopReason.NoAction : StopReason.Text);
       }
 
@@ -130,16 +131,16 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, onResult, redactor);
       emit('tools_complete', {});
       // A tool call enters the history only together with its result.
-      produced.push(assistant(stepText, calls));
+      produced.push(assistant(stepText.text(), calls));
       for (const r of results) {
         produced.push({ role: 'tool', content: r.output, tool_call_id: r.call_id, name: r.name, is_error: r.is_error });
       }
-      stepText = '';
+      stepText.clear();
     }
     return result(StopReason.MaxIterations);
   } catch (err) {
     closeSegment();
-    if (stepText !== '') produced.push(assistant(stepText));
+    if (!stepText.empty) produced.push(assistant(stepText.text()));
     if (cancel.aborted) return result(StopReason.Cancelled, cancel.reason);
     return result(StopReason.Error, redactor.all(err instanceof Error ? err.message : String(err)));
   }

@@ -20,6 +20,8 @@ import type { ActiveAnswer, FrameBatch, TurnFinished } from '../shared/threads.t
 const INITIAL_SECTION_BYTES = 4096;
 /** Section buffers kept for reuse between flushes. */
 const SPARE_LIMIT = 64;
+/** A buffer grown past this for one big batch is dropped, not kept: memory returns after a big reply. */
+const KEEP_BUFFER_BYTES = 1024 * 1024;
 
 export type PostBatch = (batch: FrameBatch, transfer: ArrayBuffer[]) => void;
 
@@ -27,6 +29,8 @@ export type PostBatch = (batch: FrameBatch, transfer: ArrayBuffer[]) => void;
 export interface FrameOut {
   /** Someone watches the agent event stream; agent events are encoded only then. */
   observing: boolean;
+  /** Counts the batches handed to main: replies merge deltas produced within one batch (ChunkCoalescer). */
+  readonly batches?: number;
   frame(conn: number, req: number, last: boolean, value: unknown): void;
   started(conn: number, req: number): void;
   agentEvent(agent: string, value: unknown): void;
@@ -54,6 +58,7 @@ export class Outbox implements FrameOut {
   #scheduled = false;
   /** Someone watches the agent event stream (main says so); agent events are encoded only then. */
   observing = false;
+  batches = 0;
   readonly #flushNow = (): void => this.flush();
 
   constructor(post: PostBatch) {
@@ -142,7 +147,7 @@ export class Outbox implements FrameOut {
       writeSectionHeader(out, at, conn, s.len);
       s.buf.copy(out, at + SECTION_HEADER_BYTES, 0, s.len);
       at += SECTION_HEADER_BYTES + s.len;
-      if (this.#spare.length < SPARE_LIMIT) this.#spare.push(s.buf);
+      if (this.#spare.length < SPARE_LIMIT && s.buf.length <= KEEP_BUFFER_BYTES) this.#spare.push(s.buf);
     }
     this.#sections.clear();
     return packed;
@@ -153,6 +158,7 @@ export class Outbox implements FrameOut {
     const events = new ArrayBuffer(this.#events.len);
     this.#events.buf.copy(Buffer.from(events), 0, 0, this.#events.len);
     this.#events.len = 0;
+    if (this.#events.buf.length > KEEP_BUFFER_BYTES) this.#events.buf = Buffer.allocUnsafe(INITIAL_SECTION_BYTES);
     return events;
   }
 
@@ -163,6 +169,7 @@ export class Outbox implements FrameOut {
 
   flush(): void {
     this.#scheduled = false;
+    this.batches++;
     const sections = this.#takeSections();
     const agentEvents = this.#takeEvents();
     if (sections === null && agentEvents === null && this.#empty) return;

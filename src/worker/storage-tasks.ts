@@ -4,7 +4,7 @@
  * while shards write, and its few writes take the shards' write lock.
  */
 import { workerData } from 'piscina';
-import { now, openDatabase } from '../shared/db.ts';
+import { boundedCheckpoint, now, openDatabase } from '../shared/db.ts';
 import type { StorageTask } from '../shared/threads.ts';
 import { STORAGE_POOL_TOKEN, WriteLock } from '../shared/write-lock.ts';
 import { storageStatements } from '../shared/daemon-sql.ts';
@@ -48,7 +48,9 @@ export default function handle(task: StorageTask): unknown {
       lock.with(() => deleteAgent.immediate(task.name));
       return null;
     case 'checkpoint':
-      // PASSIVE never waits for writers; TRUNCATE (at shutdown, when none are left) also empties the WAL.
+      // At shutdown, when no shard is left: TRUNCATE folds and empties the WAL.
       return db.pragma(`wal_checkpoint(${task.mode})`);
+    case 'bounded_checkpoint':
+      return boundedCheckpoint(db, `${init.dbPath}-wal`, task.walMaxBytes, (fn) => lock.with(fn));
   }
 }

@@ -9,6 +9,10 @@ import { Code } from '../shared/errors.ts';
 import { StopReason, zeroUsage, type EndEvent } from '../shared/protocol.ts';
 import type { TurnRequest } from '../shared/threads.ts';
 import type { FrameOut } from './outbox.ts';
+import { ChunkCoalescer } from './chunk-coalescer.ts';
+
+/** Events whose `content` deltas may be merged when produced faster than they can be sent. */
+const MERGEABLE = new Set(['chunk', 'thinking']);
 
 /** Stream event → agent event kind (events without a kind are not observed). */
 const KIND: Record<string, string | undefined> = {
@@ -28,12 +32,17 @@ export class TurnReply {
   readonly #req: TurnRequest;
   readonly #streaming: boolean;
   #agent: string;
+  readonly #frames: ChunkCoalescer;
+  readonly #observed: ChunkCoalescer;
 
   constructor(outbox: FrameOut, req: TurnRequest) {
     this.#outbox = outbox;
     this.#req = req;
     this.#streaming = req.mode === 'stream';
     this.#agent = req.guest ?? req.agent;
+    const batchNo = (): number => outbox.batches ?? 0;
+    this.#frames = new ChunkCoalescer((name, content) => this.#frame(name, { content }), batchNo);
+    this.#observed = new ChunkCoalescer((name, content) => this.#observe(KIND[name]!, { content }), batchNo);
   }
 
   start(agent: string): void {
@@ -45,12 +54,27 @@ export class TurnReply {
 
   /** Bound once per turn, handed to the agent loop as its emitter. */
   readonly event = (name: string, body: Record<string, unknown>): void => {
-    if (this.#streaming) this.#outbox.frame(this.#req.conn, this.#req.req, false, { stream: { [name]: body } });
+    const mergeable = MERGEABLE.has(name) && typeof body.content === 'string';
+    if (this.#streaming) {
+      if (mergeable) this.#frames.add(name, body.content as string);
+      else {
+        this.#frames.flush();
+        this.#frame(name, body);
+      }
+    }
     if (this.#outbox.observing) {
       const kind = KIND[name];
-      if (kind !== undefined) this.#observe(kind, body);
+      if (mergeable) this.#observed.add(name, body.content as string);
+      else if (kind !== undefined) {
+        this.#observed.flush();
+        this.#observe(kind, body);
+      }
     }
   };
+
+  #frame(name: string, body: Record<string, unknown>): void {
+    this.#outbox.frame(this.#req.conn, this.#req.req, false, { stream: { [name]: body } });
+  }
 
   #observe(kind: string, body: Record<string, unknown>): void {
     const req = this.#req;
@@ -73,6 +97,8 @@ export class TurnReply {
 
   end(end: EndEvent, finalText: string): void {
     const req = this.#req;
+    this.#frames.flush();
+    this.#observed.flush();
     if (this.#outbox.observing) this.#observe('done', { content: finalText });
     const finishedNormally = end.stop_reason !== StopReason.Cancelled && end.stop_reason !== StopReason.Error;
     if (finishedNormally && req.guest === null && !req.ephemeral) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth, chain: req.chain });

@@ -122,7 +122,8 @@ describe('flow control', () => {
     const stalled = await RawConn.open(d.socketPath);
     onTestFinished(() => stalled.close());
     stalled.socket.pause(); // never read
-    stalled.send(1, { stream: { agent: 'assistant', sender: 'flood', content: 'w '.repeat(200_000) } });
+    // 4 MB of output (merged into few frames) overflows the 256 KiB limit even after the kernel's socket buffers.
+    stalled.send(1, { stream: { agent: 'assistant', sender: 'flood', content: 'w '.repeat(2_000_000) } });
     await waitFor(async () => ((await watcher.stats()).connections as number) === 1, 'the stalled connection to be closed');
     await watcher.ping();
     const r = await watcher.send('assistant', 'still fine', { sender: 'other' });

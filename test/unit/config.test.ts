@@ -87,4 +87,12 @@ describe('config validation', () => {
     writeFileSync(join(home, 'agentd.json'), JSON.stringify({ max_agents: 5_000, max_subscriptions: 7, max_observers: 1 }));
     expect(resolveConfig({ home }, {})).toMatchObject({ maxAgents: 5_000, maxSubscriptions: 7, maxObservers: 1 });
   });
+
+  it('wal_max_bytes defaults to 64 MiB; the file sets it; a non-positive value is refused', () => {
+    const home = mkdtempSync(join(tmpdir(), 'agentd-cfg-'));
+    expect(resolveConfig({ home }, {}).walMaxBytes).toBe(64 * 1024 * 1024);
+    writeFileSync(join(home, 'agentd.json'), JSON.stringify({ wal_max_bytes: 1_048_576 }));
+    expect(resolveConfig({ home }, {}).walMaxBytes).toBe(1_048_576);
+    expect(() => validateFileSettings({ wal_max_bytes: 0 }, 'agentd.json')).toThrow(/wal_max_bytes/);
+  });
 });

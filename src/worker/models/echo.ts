@@ -12,12 +12,19 @@
  *   messages, and the first words of each user message.
  * - Usage: prompt = words in the messages sent, completion = words produced.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Model, ModelEvent, ModelRequest, Message } from './types.ts';
 
 const CALL = /^\/call\s+(\S+)\s*([\s\S]*)$/;
 
 const WORD = /\S+/g;
+
+/**
+ * A long answer without delay_ms yields to the event loop this often: the
+ * shard then answers its watchdog, other turns run, and the outbox hands
+ * what is produced so far to main instead of holding the whole answer.
+ */
+const YIELD_EVERY_MS = 10;
 
 /** Words as the echo model counts tokens: runs of non-whitespace. */
 export function countWords(text: string): number {
@@ -38,11 +45,26 @@ function wordsOf(m: Message): number {
 
 /** Splits text into word chunks that concatenate back to it exactly. */
 export function wordChunks(text: string): string[] {
-  const chunks = text.match(/\S+\s*/g);
-  if (chunks === null) return text.length > 0 ? [text] : [];
+  return [...eachWordChunk(text)];
+}
+
+/**
+ * The chunks of wordChunks, one at a time: a 16 MiB message is 8M words, and
+ * an array of them all would cost many times the message.
+ */
+export function* eachWordChunk(text: string): Generator<string> {
+  const word = /\S+\s*/g;
   const lead = text.length - text.trimStart().length;
-  if (lead > 0) chunks[0] = text.slice(0, lead) + chunks[0];
-  return chunks;
+  if (lead === text.length) {
+    if (text.length > 0) yield text;
+    return;
+  }
+  word.lastIndex = lead;
+  let first = true;
+  for (let m = word.exec(text); m !== null; m = word.exec(text)) {
+    yield first && lead > 0 ? text.slice(0, lead) + m[0] : m[0];
+    first = false;
+  }
 }
 
 /** Busy-waits `us` microseconds: a model that costs CPU, not wall time. */
@@ -88,8 +110,13 @@ export class EchoModel implements Model {
     const text = toolOutputs === null ? user : toolOutputs.join('\n');
     const { delay_ms: delayMs, cpu_us: cpuUs } = agent.echo;
     let produced = 0;
-    for (const chunk of wordChunks(text)) {
+    let slice = performance.now();
+    for (const chunk of eachWordChunk(text)) {
       if (delayMs > 0) await sleep(delayMs, undefined, { signal: cancel.signal });
+      else if ((produced & 1023) === 1023 && performance.now() - slice > YIELD_EVERY_MS) {
+        await nextTurn();
+        slice = performance.now();
+      }
       cancel.throwIfAborted();
       burnCpu(cpuUs);
       produced++;

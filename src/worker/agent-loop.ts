@@ -50,29 +50,74 @@ function addUsage(total: Usage, step: Usage): void {
   }
 }
 
+/** Which segment (text or thinking) is open: emits its `_start` and `_end` events around the deltas. */
+class Segments {
+  #open: 'text' | 'thinking' | null = null;
+  constructor(private readonly agent: string, private readonly emit: Emit) {}
+
+  open(kind: 'text' | 'thinking'): void {
+    if (this.#open === kind) return;
+    this.close();
+    this.emit(`${kind}_start`, { agent: this.agent });
+    this.#open = kind;
+  }
+
+  close(): void {
+    if (this.#open === null) return;
+    this.emit(`${this.#open}_end`, { agent: this.agent });
+    this.#open = null;
+  }
+}
+
+/** One model call: streams its text and thinking, collects its tool calls, adds its usage to `usage`. */
+async function streamStep(input: LoopInput, produced: readonly Message[], segments: Segments, stepText: TextAccumulator, usage: Usage): Promise<ToolCall[]> {
+  const { cancel, emit } = input;
+  const calls: ToolCall[] = [];
+  let stepUsage: Usage | null = null;
+  const stream = input.model.stream({
+    messages: produced.length === 0 ? input.messages : [...input.messages, ...produced],
+    tools: [...input.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
+    toolChoice: input.toolChoice,
+    agent: input.config,
+    cancel,
+  });
+  for await (const ev of stream) {
+    cancel.throwIfAborted();
+    switch (ev.type) {
+      case 'text':
+        segments.open('text');
+        stepText.append(ev.delta);
+        emit('chunk', { content: ev.delta });
+        break;
+      case 'thinking':
+        segments.open('thinking');
+        emit('thinking', { content: ev.delta });
+        break;
+      case 'tool_call':
+        calls.push(ev.call);
+        break;
+      case 'usage':
+        stepUsage = ev.usage;
+        addUsage(usage, ev.usage);
+        break;
+    }
+  }
+  segments.close();
+  if (stepUsage !== null) emit('context_usage', { usage: stepUsage });
+  return calls;
+}
+
 export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   const { agent, cancel, emit } = input;
   // The model already yields redacted text; tool output and errors are redacted here.
   const redactor = input.model.redactor ?? GENERIC_REDACTOR;
   const produced: Message[] = [];
   const usage = zeroUsage();
+  const segments = new Segments(agent, emit);
   let finalText = '';
-  let open: 'text' | 'thinking' | null = null;
   // Text of the step in progress: kept on cancel, as streamed text is never taken back.
   const stepText = new TextAccumulator();
 
-  const closeSegment = (): void => {
-    if (open !== null) {
-      emit(`${open}_end`, { agent });
-      open = null;
-    }
-  };
-  const openSegment = (kind: 'text' | 'thinking'): void => {
-    if (open === kind) return;
-    closeSegment();
-    emit(`${kind}_start`, { agent });
-    open = kind;
-  };
   const assistant = (content: string, toolCalls?: ToolCall[]): Message => {
     const m: Message = { role: 'assistant', content };
     if (input.attributeTo !== null) m.agent = input.attributeTo;
@@ -85,38 +130,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
     for (let iteration = 0; iteration < input.config.max_iterations; iteration++) {
       cancel.throwIfAborted();
       stepText.clear();
-      const calls: ToolCall[] = [];
-      let stepUsage: Usage | null = null;
-      const stream = input.model.stream({
-        messages: produced.length === 0 ? input.messages : [...input.messages, ...produced],
-        tools: [...input.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
-        toolChoice: input.toolChoice,
-        agent: input.config,
-        cancel,
-      });
-      for await (const ev of stream) {
-        cancel.throwIfAborted();
-        switch (ev.type) {
-          case 'text':
-            openSegment('text');
-            stepText.append(ev.delta);
-            emit('chunk', { content: ev.delta });
-            break;
-          case 'thinking':
-            openSegment('thinking');
-            emit('thinking', { content: ev.delta });
-            break;
-          case 'tool_call':
-            calls.push(ev.call);
-            break;
-          case 'usage':
-            stepUsage = ev.usage;
-            addUsage(usage, ev.usage);
-            break;
-        }
-      }
-      closeSegment();
-      if (stepUsage !== null) emit('context_usage', { usage: stepUsage });
+      const calls = await streamStep(input, produced, segments, stepText, usage);
       if (!stepText.empty) finalText = stepText.text();
 
       if (calls.length === 0) {
@@ -139,7 +153,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
     }
     return result(StopReason.MaxIterations);
   } catch (err) {
-    closeSegment();
+    segments.close();
     if (!stepText.empty) produced.push(assistant(stepText.text()));
     if (cancel.aborted) return result(StopReason.Cancelled, cancel.reason);
     return result(StopReason.Error, redactor.all(err instanceof Error ? err.message : String(err)));

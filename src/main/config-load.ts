@@ -87,6 +87,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     providers: file.providers ?? {},
     persist: file.persist ?? DEFAULTS.persist,
     memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
+    memoryBytes: file.memory_bytes ?? DEFAULTS.memoryBytes,
     storageThreads: file.storage_threads ?? DEFAULTS.storageThreads,
     maxAgents: file.max_agents ?? DEFAULTS.maxAgents,
     maxSubscriptions: file.max_subscriptions ?? DEFAULTS.maxSubscriptions,

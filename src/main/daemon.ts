@@ -232,7 +232,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const outputs: ShardOutputs = {
     init: (index) => ({
       index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
-      crashToken, dbPath, memoryConversations: memoryPerShard, writeLock, harnessPort: harness.portForShard(),
+      crashToken, dbPath, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock, harnessPort: harness.portForShard(),
       mcpPort: mcp.portForShard(),
     }),
     deliver: (conn, frames) => connections.get(conn)?.write(frames),

@@ -136,6 +136,8 @@ export interface ResolvedConfig {
   persist: boolean;
   /** Idle conversations kept in memory across all shards before the least recently used are evicted. */
   memoryConversations: number;
+  /** Approximate bytes of conversation history kept in memory across all shards before the least recently used idle ones are evicted. */
+  memoryBytes: number;
   /** Threads doing database work for main (list_conversations, search_sessions, subscriptions). */
   storageThreads: number;
   /** Agents `create_agent` may bring the daemon to; beyond it 429. */
@@ -168,6 +170,7 @@ export const DEFAULTS = {
   logLevel: 'warn',
   persist: true,
   memoryConversations: 10_000,
+  memoryBytes: 256 * 1024 * 1024,
   storageThreads: 2,
   authTimeoutMs: 5_000,
   maxConnections: 4_096,
@@ -227,6 +230,7 @@ export interface FileSettings {
   providers?: Record<string, ProviderConfig>;
   persist?: boolean;
   memory_conversations?: number;
+  memory_bytes?: number;
   storage_threads?: number;
   max_agents?: number;
   max_subscriptions?: number;
@@ -240,7 +244,7 @@ export interface FileSettings {
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'storage_threads', 'agents',
+  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'memory_bytes', 'storage_threads', 'agents',
   'max_agents', 'max_subscriptions', 'max_observers',
   'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes',
 ];
@@ -435,6 +439,7 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
     out.persist = raw.persist;
   }
   if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
+  if (raw.memory_bytes !== undefined) out.memory_bytes = positiveInt(raw.memory_bytes, source, 'memory_bytes');
   if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');
   if (raw.max_agents !== undefined) out.max_agents = positiveInt(raw.max_agents, source, 'max_agents');
   if (raw.max_subscriptions !== undefined) out.max_subscriptions = positiveInt(raw.max_subscriptions, source, 'max_subscriptions');

@@ -16,6 +16,8 @@ export interface ShardInit {
   dbPath: string | null;
   /** Idle conversations this shard keeps in memory before evicting the least recently used. */
   memoryConversations: number;
+  /** This shard's share of `memory_bytes`: idle conversations are evicted while their histories hold more. */
+  memoryBytes: number;
   /** The shards' shared write lock (see WriteLock). */
   writeLock: SharedArrayBuffer;
   /** comlink port to main's harness host (capabilities). */

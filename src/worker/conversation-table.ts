@@ -1,25 +1,35 @@
 /**
  * A shard's conversations in memory, in least-recently-used order: loaded
- * from storage when touched, evicted (when idle) beyond the memory budget.
+ * from storage when touched, evicted (when idle) beyond the memory budget,
+ * which is both a count of conversations and an approximate byte total.
  */
 import type { ActiveConversation, ActiveQuery } from '../shared/threads.ts';
-import { Conversation, pairKey } from './conversation.ts';
+import { Conversation, pairKey, type ByteMeter } from './conversation.ts';
 import type { ConversationStore } from './store.ts';
 
 export class ConversationTable {
   readonly #store: ConversationStore | null;
   readonly #memoryBudget: number;
+  readonly #bytesBudget: number;
   /** In least-recently-used order: a touched conversation moves to the end. */
   readonly #conversations = new Map<string, Conversation>();
+  /** The approximate bytes of every conversation in the table (each adds its growth). */
+  readonly #meter: ByteMeter = { total: 0 };
 
   /** `store` null: persistence is off, and nothing is ever evicted (it could not come back). */
-  constructor(store: ConversationStore | null, memoryBudget: number) {
+  constructor(store: ConversationStore | null, memoryBudget: number, bytesBudget = Infinity) {
     this.#store = store;
     this.#memoryBudget = memoryBudget;
+    this.#bytesBudget = bytesBudget;
   }
 
   get size(): number {
     return this.#conversations.size;
+  }
+
+  /** Approximate bytes the conversations in memory hold. */
+  get bytes(): number {
+    return this.#meter.total;
   }
 
   /** The pair's conversation if it is in memory, without touching its place. */
@@ -37,7 +47,10 @@ export class ConversationTable {
       return conv;
     }
     const stored = this.#store?.load(agent, sender) ?? null;
-    return stored === null ? null : this.#insert(new Conversation(agent, sender, stored));
+    if (stored === null) return null;
+    const loaded = this.#insert(new Conversation(agent, sender, stored));
+    this.evict(loaded); // a long history just loaded may push others out
+    return loaded;
   }
 
   /** As `find`, but a pair with no conversation gets a new one. */
@@ -47,13 +60,22 @@ export class ConversationTable {
 
   #insert(conv: Conversation): Conversation {
     this.#conversations.set(pairKey(conv.agent, conv.sender), conv);
+    conv.meter = this.#meter;
+    this.#meter.total += conv.bytes;
     return conv;
+  }
+
+  #drop(key: string, conv: Conversation): void {
+    this.#conversations.delete(key);
+    conv.meter = null;
+    this.#meter.total -= conv.bytes;
   }
 
   /** Forgets a deleted conversation: marked so that nothing more is written for it. */
   remove(conv: Conversation): void {
     conv.deleted = true;
-    this.#conversations.delete(pairKey(conv.agent, conv.sender));
+    const key = pairKey(conv.agent, conv.sender);
+    if (this.#conversations.get(key) === conv) this.#drop(key, conv);
   }
 
   /** Forgets (as `remove`) and returns every conversation of `agent`. */
@@ -63,17 +85,21 @@ export class ConversationTable {
     return gone;
   }
 
-  /** Drops least-recently-used idle conversations beyond the budget; they come back from storage. */
-  evict(): void {
+  /**
+   * Drops least-recently-used idle conversations while over either budget;
+   * they come back from storage. `keep` (one just loaded) stays.
+   */
+  evict(keep: Conversation | null = null): void {
     if (this.#store === null) return;
-    let excess = this.#conversations.size - this.#memoryBudget;
-    if (excess <= 0) return;
     for (const [key, conv] of this.#conversations) {
-      if (excess <= 0) break;
-      if (conv.busy) continue; // a running or queued conversation is never evicted
-      this.#conversations.delete(key);
-      excess--;
+      if (!this.#overBudget()) break;
+      if (conv.busy || conv === keep) continue; // a running or queued conversation is never evicted
+      this.#drop(key, conv);
     }
+  }
+
+  #overBudget(): boolean {
+    return this.#conversations.size > this.#memoryBudget || this.#meter.total > this.#bytesBudget;
   }
 
   active(q: ActiveQuery): ActiveConversation[] {
@@ -89,6 +115,7 @@ export class ConversationTable {
         title: c.title,
         running: c.running !== null,
         queued: c.queue.size,
+        memory_bytes: c.bytes,
       });
     }
     return out;

@@ -11,6 +11,13 @@ import type { StoredConversation } from './store.ts';
 import type { TurnReply } from './turn-reply.ts';
 
 export const TITLE_CHARS = 80;
+/** What one message costs in memory beyond its text: the object, its fields, the array slot (an estimate). */
+export const MESSAGE_OVERHEAD_BYTES = 120;
+
+/** The running total of the bytes a table's conversations hold; a conversation adds its growth to it. */
+export interface ByteMeter {
+  total: number;
+}
 export const SUMMARY_PREFIX = 'Summary of the conversation so far:\n';
 
 /** A turn from arrival to its last frame. */
@@ -52,6 +59,10 @@ export class Conversation {
   deleted = false;
   /** An ephemeral turn's: fresh history, nothing stored, in no table. */
   readonly transient: boolean;
+  /** Approximate memory `history` holds (see messageBytes). */
+  bytes = 0;
+  /** The table's meter while it is in a table: changes in `bytes` are added to it. */
+  meter: ByteMeter | null = null;
 
   constructor(agent: string, sender: string, stored: StoredConversation | null = null, transient = false) {
     this.agent = agent;
@@ -62,7 +73,7 @@ export class Conversation {
       this.dbId = stored.id;
       this.stored = stored.messageCount;
       this.title = stored.title;
-      this.history = stored.summary === null ? stored.recent : [summaryMessage(stored.summary), ...stored.recent];
+      this.#setHistory(stored.summary === null ? stored.recent : [summaryMessage(stored.summary), ...stored.recent]);
     }
   }
 
@@ -75,14 +86,32 @@ export class Conversation {
     for (const m of messages) {
       if (this.title === '' && m.role === 'user') this.title = m.content.slice(0, TITLE_CHARS);
       this.history.push(m);
+      this.#grow(messageBytes(m));
     }
     this.stored += messages.length;
   }
 
   /** After a compaction the model sees the summary instead of everything before it. */
   compacted(summary: string): void {
-    this.history = [summaryMessage(summary)];
+    this.#setHistory([summaryMessage(summary)]);
   }
+
+  #setHistory(history: Message[]): void {
+    this.history = history;
+    this.#grow(history.reduce((sum, m) => sum + messageBytes(m), 0) - this.bytes);
+  }
+
+  #grow(delta: number): void {
+    this.bytes += delta;
+    if (this.meter !== null) this.meter.total += delta;
+  }
+}
+
+/** A message's approximate size in memory: its strings at two bytes a character, plus a fixed overhead. */
+export function messageBytes(m: Message): number {
+  let chars = m.content.length + (m.tool_call_id?.length ?? 0) + (m.name?.length ?? 0) + (m.agent?.length ?? 0);
+  for (const call of m.tool_calls ?? []) chars += call.id.length + call.name.length + call.arguments.length;
+  return chars * 2 + MESSAGE_OVERHEAD_BYTES;
 }
 
 export function summaryMessage(summary: string): Message {

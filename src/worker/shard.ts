@@ -28,6 +28,7 @@ const scheduler = new TurnScheduler({
   log,
   store,
   memoryConversations: init.memoryConversations,
+  memoryBytes: init.memoryBytes,
   models: new Models(init.providers, log),
   harness: new Harness(init.harnessPort, init.home, init.providers, new McpTools(init.mcpPort)),
 });

@@ -30,6 +30,8 @@ export interface SchedulerOptions {
   store: ConversationStore | null;
   /** Idle conversations kept in memory; beyond it the least recently used are evicted. */
   memoryConversations: number;
+  /** Approximate bytes of history kept in memory; beyond it idle conversations are evicted, least recently used first. */
+  memoryBytes?: number;
   models: Models;
   harness: Harness;
 }
@@ -54,7 +56,7 @@ export class TurnScheduler {
   constructor(opts: SchedulerOptions) {
     this.#outbox = opts.outbox;
     this.#store = opts.store;
-    this.#table = new ConversationTable(opts.store, opts.memoryConversations);
+    this.#table = new ConversationTable(opts.store, opts.memoryConversations, opts.memoryBytes);
     // No prototype: an agent named "__proto__" or "constructor" is a key like any other when changes are applied in place.
     const agents = Object.assign(Object.create(null) as Record<string, AgentConfig>, opts.agents);
     this.#runner = new JobRunner({ ...opts, agents, idle: () => this.#table.evict() });

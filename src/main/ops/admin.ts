@@ -10,6 +10,7 @@ async function stats(ctx: DispatchContext): Promise<unknown> {
       version: VERSION,
       uptime_secs: Math.floor((Date.now() - ctx.startedAt) / 1000),
       active_conversations: active.length,
+      conversation_bytes: active.reduce((sum, c) => sum + c.memory_bytes, 0),
       registered_agents: ctx.agents.size,
       active_model: ctx.agents.activeModel(),
       workers: ctx.pool.count,

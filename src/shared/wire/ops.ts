@@ -118,6 +118,8 @@ export interface ActiveConversation {
   title: string;
   running: boolean;
   queued: number;
+  /** Approximate bytes its history holds in memory (counted against `memory_bytes`). */
+  memory_bytes: number;
 }
 
 export interface SearchArgs {
@@ -249,6 +251,8 @@ export interface Stats {
   version: string;
   uptime_secs: number;
   active_conversations: number;
+  /** Approximate bytes the histories of the conversations in memory hold, all shards together. */
+  conversation_bytes: number;
   registered_agents: number;
   active_model: string;
   workers: number;

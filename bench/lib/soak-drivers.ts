@@ -177,13 +177,19 @@ export async function observer(load: Load, fast: boolean): Promise<void> {
   s.destroy();
 }
 
-/** Streams a long turn and reads it one socket read every 20 ms, turn after turn. */
+/**
+ * Streams a long turn and reads it one socket read every 20 ms, turn after
+ * turn. It moves to a new pair every 50 turns, as the other drivers do: one
+ * pair fed 4,000-word turns forever is a conversation that grows forever
+ * (every turn adds ~46 KB the model sees again), which no memory budget can
+ * bound short of compaction.
+ */
 export function slowStreamReader(load: Load): Promise<void> {
   const words = Array.from({ length: 4_000 }, (_, i) => `w${i}`).join(' ');
   return loop(load, 'slow-reader', async (i) => {
     let done!: () => void;
     const ended = new Promise<void>((r) => (done = r));
-    const body = { stream: { agent: 'assistant', content: words, sender: `slow-${i % 4}` } };
+    const body = { stream: { agent: 'assistant', content: words, sender: `slow-${Math.floor(i / 50)}` } };
     const s = await rawRequest(load.socketPath, body, (last) => last && done(), 20);
     s.once('close', () => done());
     await ended;

@@ -108,9 +108,10 @@ export class SessionSearch {
       .sort((a, b) => b.score - a.score || a.id - b.id)
       .slice(0, o.limit);
 
-    let before = o.contextBefore;
-    let after = o.contextAfter;
-    // A window holds at most maxWindow messages: trim the wider side first.
+    // A window holds at most maxWindow messages: clamp first (a client may ask for 2^53),
+    // then trim the wider side.
+    let before = Math.min(o.contextBefore, SEARCH_LIMITS.maxWindow);
+    let after = Math.min(o.contextAfter, SEARCH_LIMITS.maxWindow);
     while (before + after + 1 > SEARCH_LIMITS.maxWindow) {
       if (before >= after) before--;
       else after--;

@@ -99,6 +99,10 @@ describe('session search', () => {
     expect(wide!.window.map((w) => w.msg_idx)).toContain(20);
     const [none] = q('needle', { contextBefore: 0, contextAfter: 0 });
     expect(none!.window.map((w) => w.msg_idx)).toEqual([20]);
+    // A context of 2^53 is clamped, not trimmed one by one (that froze a storage thread).
+    const [huge] = q('needle', { contextBefore: 17, contextAfter: Number.MAX_SAFE_INTEGER });
+    expect(huge!.window).toHaveLength(16);
+    expect(huge!.window.map((w) => w.msg_idx)).toContain(20);
   });
 
   it('cuts snippets to 1024 bytes and says so', () => {

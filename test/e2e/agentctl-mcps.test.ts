@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentdClient } from '../../src/client/index.ts';
-import { ctl, finished, spawnCtl } from '../helpers/cli.ts';
+import { ctl, finished, spawnCtl, untilOutput } from '../helpers/cli.ts';
 import { cleanup, startDaemon, makeHome, type Daemon } from '../helpers/daemon.ts';
 import { STDIO_SERVER, waitStatus } from '../helpers/mcp.ts';
 
@@ -69,15 +69,10 @@ describe.concurrent('agentctl mcps', () => {
     await waitStatus(c, 'watched', 'fx', 'connected');
     const watcher = spawnCtl(d.socketPath, ['mcps', 'events', 'watched']);
     const done = finished(watcher);
-    let stdout = '';
-    watcher.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
-    await new Promise<void>((resolve) => watcher.stderr!.on('data', (b: Buffer) => b.toString().includes('watching MCP events') && resolve()));
+    const reconnected = untilOutput(watcher.stdout!, (t) => / connected {2}9 tools\n/.test(t));
+    await untilOutput(watcher.stderr!, (t) => t.includes('watching MCP events'));
     expect(await run('mcps', 'reconnect', 'watched', 'fx')).toMatchObject({ code: 0, stdout: 'reconnecting MCP server fx of watched\n' });
-    await new Promise<void>((resolve) => {
-      const check = (): void => void (/ connected {2}9 tools\n/.test(stdout) && resolve());
-      watcher.stdout!.on('data', check);
-      check();
-    });
+    await reconnected;
     watcher.kill('SIGINT');
     const r = await done;
     expect(r.code).toBe(0);

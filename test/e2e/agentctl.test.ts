@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
-import { ctl, finished, spawnCtl } from '../helpers/cli.ts';
+import { ctl, finished, spawnCtl, untilOutput } from '../helpers/cli.ts';
 import { cleanup, collect, makeHome, runAgentd, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 
@@ -209,15 +209,10 @@ describe.concurrent('event bus and agent events', () => {
   it('events prints one line per turn event, the chunks of a turn joined', async () => {
     const watcher = spawnCtl(d.socketPath, ['events', '--agent', 'watched']);
     const done = finished(watcher);
-    let stdout = '';
-    watcher.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
-    await new Promise<void>((resolve) => watcher.stderr!.on('data', (b: Buffer) => b.toString().includes('watching agent events') && resolve()));
+    const delivered = untilOutput(watcher.stdout!, (t) => t.includes(' done '));
+    await untilOutput(watcher.stderr!, (t) => t.includes('watching agent events'));
     await c.send('watched', 'observed by the cli', { sender: 'ev' });
-    await new Promise<void>((resolve) => {
-      const check = (): void => void (stdout.includes(' done ') && resolve());
-      watcher.stdout!.on('data', check);
-      check();
-    });
+    await delivered;
     watcher.kill('SIGINT');
     const r = await done;
     expect(r.code).toBe(0);

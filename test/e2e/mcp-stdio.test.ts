@@ -139,14 +139,24 @@ describe('stdio MCP servers', { timeout: 90_000 }, () => {
     expect(bad.error).not.toBe('');
   });
 
-  it('no server outlives the daemon, even after kill -9', async () => {
+  /** A daemon whose agent `a` has one eager stdio server, connected; and that server's pid. */
+  async function daemonWithEagerServer(): Promise<{ d: Awaited<ReturnType<typeof startDaemon>>; pid: number }> {
     const dir = fixtureDir();
     const d = await startDaemon({ config: { agents: { a: { mcps: { fx: stdioEntry(dir, { eager: true }) } } } } });
     try {
       const c = await d.client();
       await waitStatus(c, 'a', 'fx', 'connected');
       await c.close();
-      const pid = Number(notes(dir, 'pids')[0]);
+    } catch (err) {
+      await cleanup(d);
+      throw err;
+    }
+    return { d, pid: Number(notes(dir, 'pids')[0]) };
+  }
+
+  it('no server outlives the daemon, even after kill -9', async () => {
+    const { d, pid } = await daemonWithEagerServer();
+    try {
       expect(isAlive(pid)).toBe(true);
       await d.stop('SIGKILL');
       await waitGone(pid, 'the server to die with the daemon');
@@ -156,13 +166,8 @@ describe('stdio MCP servers', { timeout: 90_000 }, () => {
   });
 
   it('a clean shutdown stops the servers', async () => {
-    const dir = fixtureDir();
-    const d = await startDaemon({ config: { agents: { a: { mcps: { fx: stdioEntry(dir, { eager: true }) } } } } });
+    const { d, pid } = await daemonWithEagerServer();
     try {
-      const c = await d.client();
-      await waitStatus(c, 'a', 'fx', 'connected');
-      await c.close();
-      const pid = Number(notes(dir, 'pids')[0]);
       expect(await d.stop('SIGTERM')).toMatchObject({ code: 0 });
       await waitGone(pid, 'the server to stop at shutdown');
     } finally {

@@ -1,5 +1,6 @@
 /** Runs agentctl from source as a separate process (the way a person runs it), against a test daemon. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -30,4 +31,21 @@ export function finished(proc: ChildProcess): Promise<CtlResult> {
 /** Runs `agentctl ARGS` to completion. */
 export function ctl(socket: string | null, args: string[], env: Record<string, string | undefined> = {}): Promise<CtlResult> {
   return finished(spawnCtl(socket, args, env));
+}
+
+/**
+ * A barrier on a running command's output: resolves once the text `stream`
+ * has produced since this call satisfies `pred`.
+ */
+export function untilOutput(stream: Readable, pred: (text: string) => boolean): Promise<void> {
+  let text = '';
+  return new Promise((resolvePromise) => {
+    const check = (b: Buffer): void => {
+      text += b.toString();
+      if (!pred(text)) return;
+      stream.off('data', check);
+      resolvePromise();
+    };
+    stream.on('data', check);
+  });
 }

@@ -5,9 +5,10 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { McpConfig } from './config.ts';
+import type { McpInfo, McpStatus } from './wire/ops.ts';
 
-export type McpStatus = 'connecting' | 'connected' | 'failed' | 'disconnected';
-export type McpTransport = 'stdio' | 'http';
+export type { McpStatus };
+export type McpTransport = McpInfo['transport'];
 
 /** One (agent, server) connection as reported to main; `error` is redacted, empty when none. */
 export interface McpState {

@@ -1,0 +1,109 @@
+/**
+ * The storage seam: what the threads need of a store, whatever holds it.
+ * Two implementations stand behind it: SQLite in $AGENTD_HOME (the embedded
+ * default) and PostgreSQL (`"store": "postgres://…"`), so several nodes can
+ * share conversations. Every method is asynchronous, because a shard must
+ * never block its event loop on a database server; an implementation that
+ * answers synchronously (SQLite) returns settled promises.
+ *
+ * A shard holds one ConversationStorage; each storage-pool thread holds one
+ * DaemonStorage. Both come from a StoreBackend, chosen by the store URL.
+ */
+import type { StopReason, Usage } from '../shared/protocol.ts';
+import type { SearchOptions, StalledTurn } from '../shared/threads.ts';
+import type { AgentConfig } from '../shared/config.ts';
+import type { ConversationSummary, SessionHit } from '../shared/wire/ops.ts';
+import type { Message } from './models/types.ts';
+
+/** What a turn's write needs of a conversation: its row (if any), pair, title and how many messages are stored. */
+export interface ConversationRef {
+  dbId: number | null;
+  agent: string;
+  sender: string;
+  title: string;
+  stored: number;
+}
+
+/** How a turn named by a client's turn_id ended: what a retry of it is answered with. */
+export interface TurnOutcome {
+  turnId: string;
+  /** The answering agent (the guest, on a guest turn). */
+  agent: string;
+  model: string;
+  stopReason: StopReason;
+  error: string;
+  usage: Usage;
+  finalText: string;
+}
+
+/** One finished turn to write: its messages and, when the client named it, its outcome. */
+export interface TurnRecord {
+  conv: ConversationRef;
+  messages: readonly Message[];
+  outcome?: TurnOutcome | null;
+}
+
+export interface StoredConversation {
+  id: number;
+  title: string;
+  createdAt: string;
+  summary: string | null;
+  summaryUpto: number;
+  messageCount: number;
+  /** Messages from `summaryUpto` on: what the model sees after the summary. */
+  recent: Message[];
+}
+
+/** A shard's conversations in the store. Calls for one conversation are made in order and never overlap. */
+export interface ConversationStorage {
+  load(agent: string, sender: string): Promise<StoredConversation | null>;
+  exists(agent: string, sender: string): Promise<boolean>;
+  /** Every stored message, including those a compaction summarized. */
+  allMessages(id: number): Promise<Message[]>;
+  /**
+   * Group commit: writes the turns in one transaction where it can, sets each
+   * written conversation's `dbId`, and resolves once they are durable (a
+   * turn's `end` waits for this). One failing turn does not sink the others:
+   * the result holds, per turn, its error or null.
+   */
+  writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]>;
+  /** The stored outcome of the conversation's turn named `turnId`, if there is one. */
+  outcome(conversationId: number, turnId: string): Promise<TurnOutcome | null>;
+  setSummary(id: number, summary: string, upto: number): Promise<void>;
+  delete(id: number): Promise<void>;
+  /** Stores a turn a stalled shard was running as ended `stalled` (skipped if its turn_id is stored already). */
+  recordStalled(turn: StalledTurn): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface SubscriptionRecord {
+  id: number;
+  source: string;
+  target_agent: string;
+  once: boolean;
+}
+
+/** What main reads once at start-up, after the schema is brought up to date. */
+export interface StoredStartupState {
+  /** Every stored agent's raw config (validated by main); seeded from the config file on the very first start. */
+  agents: { name: string; config: string }[];
+  /** True when this start seeded the agents (the store had never been seeded). */
+  seededNow: boolean;
+  subscriptions: SubscriptionRecord[];
+}
+
+/** The daemon-wide work main asks the storage threads for. */
+export interface DaemonStorage {
+  /** Brings the schema to the current version (refusing a newer one untouched), seeds agents once, reads the start-up state. */
+  prepare(seedAgents: Record<string, AgentConfig>): Promise<StoredStartupState>;
+  listConversations(agent: string | null, sender: string | null): Promise<ConversationSummary[]>;
+  search(options: SearchOptions): Promise<SessionHit[]>;
+  insertSubscription(source: string, targetAgent: string, once: boolean): Promise<number>;
+  deleteSubscriptions(ids: readonly number[]): Promise<number>;
+  upsertAgent(name: string, config: string): Promise<void>;
+  /** Deletes an agent, its conversations (and their search entries) and its subscriptions. */
+  deleteAgent(name: string): Promise<void>;
+  /** Periodic upkeep (SQLite: the bounded WAL checkpoint; PostgreSQL: nothing). */
+  maintain(walMaxBytes: number): Promise<unknown>;
+  close(): Promise<void>;
+}

@@ -112,9 +112,9 @@ async function appendTurn(client: PoolClient, turn: TurnRecord): Promise<number>
 async function conversationRow(client: PoolClient, conv: ConversationRef, messages: readonly Message[], at: string): Promise<number> {
   const title = conv.title || (messages.find((m) => m.role === 'user')?.content.slice(0, TITLE_CHARS) ?? '');
   const r = await client.query<{ id: number }>(
-    `INSERT INTO conversations (agent, sender, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+    `INSERT INTO conversations (agent, sender, title, created_at, updated_at, title_search) VALUES ($1, $2, $3, $4, $4, to_tsvector('simple', $5))
      ON CONFLICT (agent, sender) DO UPDATE SET updated_at = EXCLUDED.updated_at RETURNING id`,
-    [conv.agent, conv.sender, title, at],
+    [conv.agent, conv.sender, title, at, indexedWords(title)],
   );
   return r.rows[0]!.id;
 }
@@ -206,7 +206,10 @@ export class PgConversationStorage implements ConversationStorage {
   }
 
   async setSummary(id: number, summary: string, upto: number): Promise<void> {
-    await this.#pool.query('UPDATE conversations SET summary = $1, summary_upto = $2, updated_at = $3 WHERE id = $4', [summary, upto, now(), id]);
+    await this.#pool.query(
+      "UPDATE conversations SET summary = $1, summary_upto = $2, updated_at = $3, summary_search = to_tsvector('simple', $4) WHERE id = $5",
+      [summary, upto, now(), indexedWords(summary), id],
+    );
   }
 
   async delete(id: number): Promise<void> {

@@ -29,12 +29,13 @@ const MIGRATIONS: readonly string[] = [
     summary       TEXT,
     summary_upto  INTEGER NOT NULL DEFAULT 0,
     message_count INTEGER NOT NULL DEFAULT 0,
-    -- title and summary: a match here lifts the conversation in search
-    search        TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || coalesce(summary, ''))) STORED,
+    -- the words of the title and of the summary, written with them: a match here lifts the conversation in search
+    title_search   TSVECTOR NOT NULL DEFAULT '',
+    summary_search TSVECTOR NOT NULL DEFAULT '',
     UNIQUE (agent, sender)
   );
   CREATE INDEX conversations_updated ON conversations (updated_at DESC, id DESC);
-  CREATE INDEX conversations_search ON conversations USING GIN (search);
+  CREATE INDEX conversations_search ON conversations USING GIN ((title_search || summary_search));
   CREATE TABLE messages (
     id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     conversation_id BIGINT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,

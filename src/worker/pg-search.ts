@@ -27,9 +27,9 @@ const MESSAGE_HITS = `
   ORDER BY score DESC, m.conversation_id LIMIT ${SEARCH_CANDIDATES}`;
 
 const CONVERSATION_HITS = `
-  SELECT c.id, ts_rank(c.search, q, ${NORMALIZATION}) AS score
+  SELECT c.id, ts_rank(c.title_search || c.summary_search, q, ${NORMALIZATION}) AS score
   FROM conversations c, websearch_to_tsquery('simple', $1) q
-  WHERE c.search @@ q AND ${FILTER}`;
+  WHERE (c.title_search || c.summary_search) @@ q AND ${FILTER}`;
 
 const CONVERSATIONS = 'SELECT id, agent, sender, title, created_at, updated_at FROM conversations WHERE id = ANY($1::bigint[])';
 

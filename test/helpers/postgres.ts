@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { safeUrl } from '../../src/worker/pg-pool.ts';
 
 /** Any database on the server: it is only used to create and drop the tests' own. */
 export const PG_ADMIN_URL = process.env.AGENTD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -24,7 +25,7 @@ export function pgUnavailable(): Promise<string | null> {
       await client.query('SELECT 1');
       return null;
     } catch (err) {
-      return `PostgreSQL tests skipped: no server answered at ${PG_ADMIN_URL} (${(err as Error).message}); to run them, ${HOW_TO_RUN}`;
+      return `PostgreSQL tests skipped: no server answered at ${safeUrl(PG_ADMIN_URL)} (${(err as Error).message}); to run them, ${HOW_TO_RUN}`;
     } finally {
       await client.end().catch(() => undefined);
     }

@@ -1,18 +1,16 @@
 /**
  * A shard's conversations in PostgreSQL (the storage contract's
- * ConversationStorage). A group commit writes every turn of the batch in one
- * transaction, each behind a savepoint so one bad turn leaves the others
- * standing, each turn's messages in one multi-row INSERT; it resolves after
- * COMMIT, which with synchronous_commit on means the turns are on disk.
+ * ConversationStorage): reads, summaries, deletes and stalled turns here,
+ * group commits in pg-turns.ts.
  */
 import type pg from 'pg';
 import { now } from '../shared/db.ts';
 import { StopReason, zeroUsage, type Usage } from '../shared/protocol.ts';
 import type { StalledTurn } from '../shared/threads.ts';
 import type { Message } from './models/types.ts';
-import { TITLE_CHARS } from './conversation.ts';
-import { inTransaction, type PoolClient } from './pg-pool.ts';
+import { inTransaction } from './pg-pool.ts';
 import { indexedWords } from './pg-search-text.ts';
+import { appendTurn, writeTurnGroup } from './pg-turns.ts';
 import type { ConversationRef, ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from './storage-contract.ts';
 
 interface MessageRow {
@@ -46,77 +44,6 @@ function toMessage(r: MessageRow): Message {
   if (r.is_error) m.is_error = true;
   if (r.stop_reason !== null) m.stop_reason = r.stop_reason;
   return m;
-}
-
-/** What search may see of a message, by weight: user text (A); assistant text and tool names (B). Never tool output or arguments. */
-function searchable(m: Message): [string, string] {
-  if (m.role === 'user') return [indexedWords(m.content), ''];
-  if (m.role === 'assistant') return ['', indexedWords(`${m.content} ${m.tool_calls?.map((c) => c.name).join(' ') ?? ''}`)];
-  return ['', ''];
-}
-
-/** PostgreSQL text cannot hold U+0000: say so plainly rather than as a driver error. */
-function refuseNul(messages: readonly Message[]): void {
-  if (messages.some((m) => m.content.includes('\u0000'))) {
-    throw new Error('the PostgreSQL store cannot hold the character U+0000 in a message; this turn was not stored');
-  }
-}
-
-/** One column array per field: the whole turn goes in with one INSERT … SELECT FROM unnest. */
-function messageColumns(messages: readonly Message[], firstIdx: number): unknown[] {
-  const weighted = messages.map(searchable);
-  return [
-    messages.map((_, i) => firstIdx + i),
-    messages.map((m) => m.role),
-    messages.map((m) => m.content),
-    messages.map((m) => m.agent ?? null),
-    messages.map((m) => (m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls))),
-    messages.map((m) => m.tool_call_id ?? null),
-    messages.map((m) => m.name ?? null),
-    messages.map((m) => m.is_error === true),
-    messages.map((m) => m.stop_reason ?? null),
-    weighted.map((w) => w[0]),
-    weighted.map((w) => w[1]),
-  ];
-}
-
-const INSERT_MESSAGES = `
-  WITH inserted AS (
-    INSERT INTO messages (conversation_id, created_at, idx, ${MESSAGE_COLUMNS}, search)
-    SELECT $1, $2, m.idx, m.role, m.content, m.agent, m.tool_calls, m.tool_call_id, m.name, m.is_error, m.stop_reason,
-      CASE WHEN m.a = '' AND m.b = '' THEN NULL
-           ELSE setweight(to_tsvector('simple', m.a), 'A') || setweight(to_tsvector('simple', m.b), 'B') END
-    FROM unnest($4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[], $12::text[], $13::text[], $14::text[])
-      AS m(idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, a, b)
-  )
-  UPDATE conversations SET updated_at = $2, message_count = $3 WHERE id = $1`;
-
-const INSERT_OUTCOME = `INSERT INTO turn_outcomes (conversation_id, turn_id, agent, model, stop_reason, error, usage, final_text, created_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
-
-/** Writes one turn on a connection inside a transaction; returns the conversation's row id (creating the row on its first turn). */
-async function appendTurn(client: PoolClient, turn: TurnRecord): Promise<number> {
-  const { conv, messages, outcome } = turn;
-  refuseNul(messages);
-  const at = now();
-  const id = conv.dbId ?? (await conversationRow(client, conv, messages, at));
-  await client.query(INSERT_MESSAGES, [id, at, conv.stored + messages.length, ...messageColumns(messages, conv.stored)]);
-  if (outcome) {
-    const o = outcome;
-    await client.query(INSERT_OUTCOME, [id, o.turnId, o.agent, o.model, o.stopReason, o.error, JSON.stringify(o.usage), o.finalText, at]);
-  }
-  return id;
-}
-
-/** The pair's row, created with the turn's title if it is new (another node may have created it meanwhile). */
-async function conversationRow(client: PoolClient, conv: ConversationRef, messages: readonly Message[], at: string): Promise<number> {
-  const title = conv.title || (messages.find((m) => m.role === 'user')?.content.slice(0, TITLE_CHARS) ?? '');
-  const r = await client.query<{ id: number }>(
-    `INSERT INTO conversations (agent, sender, title, created_at, updated_at, title_search) VALUES ($1, $2, $3, $4, $4, to_tsvector('simple', $5))
-     ON CONFLICT (agent, sender) DO UPDATE SET updated_at = EXCLUDED.updated_at RETURNING id`,
-    [conv.agent, conv.sender, title, at, indexedWords(title)],
-  );
-  return r.rows[0]!.id;
 }
 
 export class PgConversationStorage implements ConversationStorage {
@@ -161,38 +88,8 @@ export class PgConversationStorage implements ConversationStorage {
     return this.#messagesFrom(id, 0);
   }
 
-  /**
-   * One transaction, a savepoint per turn: a turn that fails is rolled back
-   * to its savepoint and reported, the rest commit together. Row ids are kept
-   * only once COMMIT succeeded; if it fails, every turn reports that error.
-   */
-  async writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
-    const ids: (number | null)[] = [];
-    let results: (Error | null)[];
-    try {
-      results = await inTransaction(this.#pool, async (client) => {
-        const out: (Error | null)[] = [];
-        for (const turn of turns) {
-          await client.query('SAVEPOINT turn');
-          try {
-            ids.push(await appendTurn(client, turn));
-            await client.query('RELEASE SAVEPOINT turn');
-            out.push(null);
-          } catch (err) {
-            await client.query('ROLLBACK TO SAVEPOINT turn');
-            ids.push(null);
-            out.push(err as Error);
-          }
-        }
-        return out;
-      });
-    } catch (err) {
-      return turns.map(() => err as Error);
-    }
-    turns.forEach(({ conv }, i) => {
-      if (ids[i] !== null) conv.dbId = ids[i]!;
-    });
-    return results;
+  writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
+    return writeTurnGroup(this.#pool, turns);
   }
 
   async outcome(conversationId: number, turnId: string): Promise<TurnOutcome | null> {

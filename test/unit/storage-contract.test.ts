@@ -171,6 +171,18 @@ describe.each(backends)('storage contract: $name', (backend) => {
     expect(await shard.outcome(first.dbId!, 't')).toMatchObject({ finalText: 'x' });
   });
 
+  it('a turn for a conversation deleted meanwhile fails and writes nothing', async () => {
+    await fresh();
+    const conv = ref('a', 's');
+    await shard.writeTurns([{ conv, messages: [user('one')] }]);
+    const id = conv.dbId!;
+    await shard.delete(id);
+    const [err] = await shard.writeTurns([{ conv: { ...conv, stored: 1 }, messages: [user('two')] }]);
+    expect(err).toBeInstanceOf(Error);
+    expect(await shard.allMessages(id)).toEqual([]);
+    expect(await shard.exists('a', 's')).toBe(false);
+  });
+
   it('looks up a stored outcome by turn id', async () => {
     await fresh();
     const conv = ref('a', 's');

@@ -66,9 +66,16 @@ export class PgConversationStorage implements ConversationStorage {
     return r.rows.map(toMessage);
   }
 
+  /** The row and its recent messages in one round trip: one row per message (the conversation's columns repeated), or one with no message. */
   async load(agent: string, sender: string): Promise<StoredConversation | null> {
-    const c = await this.#find(agent, sender);
-    if (c === null) return null;
+    const r = await this.#pool.query<ConversationRow & { [K in keyof MessageRow]: MessageRow[K] | null }>(
+      `SELECT c.id, c.title, c.created_at, c.summary, c.summary_upto, c.message_count, ${MESSAGE_COLUMNS.split(', ').map((col) => `m.${col}`).join(', ')}
+       FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id AND m.idx >= c.summary_upto
+       WHERE c.agent = $1 AND c.sender = $2 ORDER BY m.idx`,
+      [agent, sender],
+    );
+    const c = r.rows[0];
+    if (c === undefined) return null;
     return {
       id: c.id,
       title: c.title,
@@ -76,7 +83,7 @@ export class PgConversationStorage implements ConversationStorage {
       summary: c.summary,
       summaryUpto: c.summary_upto,
       messageCount: c.message_count,
-      recent: await this.#messagesFrom(c.id, c.summary_upto),
+      recent: c.role === null ? [] : r.rows.map((row) => toMessage(row as MessageRow)),
     };
   }
 

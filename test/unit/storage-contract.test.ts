@@ -199,6 +199,8 @@ describe.each(backends)('storage contract: $name', (backend) => {
     expect(loaded).toMatchObject({ summary: 'the gist', summaryUpto: 2, messageCount: 4 });
     expect(loaded.recent.map((m) => m.content)).toEqual(['m2', 'm3']);
     expect((await shard.allMessages(id)).map((m) => m.content)).toEqual(['m0', 'm1', 'm2', 'm3']);
+    await shard.setSummary(id, 'everything', 4);
+    expect((await shard.load('a', 's'))!).toMatchObject({ summary: 'everything', summaryUpto: 4, messageCount: 4, recent: [] });
   });
 
   it('deleting a conversation takes its messages, outcomes and search entries', async () => {

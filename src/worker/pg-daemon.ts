@@ -4,6 +4,7 @@
  * once, subscriptions, agent rows, conversation lists and search.
  */
 import type pg from 'pg';
+import type { Logger } from '../shared/log.ts';
 import { now } from '../shared/db.ts';
 import type { AgentConfig } from '../shared/config.ts';
 import type { SearchOptions } from '../shared/threads.ts';
@@ -32,16 +33,18 @@ async function seedOnce(client: PoolClient, agents: Record<string, AgentConfig>)
 export class PgDaemonStorage implements DaemonStorage {
   readonly #pool: pg.Pool;
   readonly #url: string;
+  readonly #log: Logger;
   readonly #search: PgSessionSearch;
 
-  constructor(pool: pg.Pool, url: string) {
+  constructor(pool: pg.Pool, url: string, log: Logger) {
     this.#pool = pool;
     this.#url = url;
+    this.#log = log;
     this.#search = new PgSessionSearch(pool);
   }
 
   async prepare(seedAgents: Record<string, AgentConfig>): Promise<StoredStartupState> {
-    await migrate(this.#pool, this.#url);
+    await migrate(this.#pool, this.#url, this.#log);
     const seededNow = await inTransaction(this.#pool, (client) => seedOnce(client, seedAgents));
     const [agents, subscriptions] = await Promise.all([
       this.#pool.query<{ name: string; config: string }>('SELECT name, config FROM agents ORDER BY name'),

@@ -11,6 +11,9 @@ export type { PoolClient } from 'pg';
 /** Connections per pool: a shard writes one group commit at a time, and reads beside it. */
 export const POOL_CONNECTIONS = 2;
 
+/** How long taking a new connection may wait for the server. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 /** Row ids are bigint; they fit a double (2^53), so they come back as numbers, as from SQLite. */
 const types: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
@@ -36,6 +39,9 @@ export function openPool(url: string, log: Logger, max = POOL_CONNECTIONS): pg.P
     // A commit returns once it is on disk: a turn's `end` promises that, whatever the server's default.
     options: '-c synchronous_commit=on',
     application_name: 'agentd',
+    // A server that stops answering fails the write (the turn's `end` says so) instead of holding it forever.
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
     // Queries issued together go out together: a group commit's statements cost one round trip (pg-turns.ts).
     pipeline: true,
   });

@@ -7,6 +7,7 @@
  * and left untouched.
  */
 import type pg from 'pg';
+import type { Logger } from '../shared/log.ts';
 import { SchemaError } from '../shared/db.ts';
 import { inTransaction, safeUrl, type PoolClient } from './pg-pool.ts';
 
@@ -115,7 +116,7 @@ function refuseNewer(version: number, url: string): void {
  * applied meanwhile is skipped, and a newer store is refused before anything
  * is written.
  */
-export async function migrate(pool: pg.Pool, url: string): Promise<void> {
+export async function migrate(pool: pg.Pool, url: string, log: Logger): Promise<void> {
   for (;;) {
     const done = await inTransaction(pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
@@ -124,6 +125,7 @@ export async function migrate(pool: pg.Pool, url: string): Promise<void> {
       if (version === PG_SCHEMA_VERSION) return true;
       await client.query(MIGRATIONS[version]!);
       await client.query('INSERT INTO agentd_schema (version, applied_at) VALUES ($1, $2)', [version + 1, new Date().toISOString()]);
+      log.info({ store: safeUrl(url), version: version + 1 }, 'PostgreSQL store schema step applied');
       return false;
     });
     if (done) return;

@@ -16,5 +16,5 @@ export async function createPgConversationStorage(url: string, log: Logger): Pro
 }
 
 export async function createPgDaemonStorage(url: string, log: Logger): Promise<DaemonStorage> {
-  return new PgDaemonStorage(await connectPool(url, log), url);
+  return new PgDaemonStorage(await connectPool(url, log), url, log);
 }

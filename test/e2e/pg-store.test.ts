@@ -30,10 +30,14 @@ const onStore = (db: TestDatabase, home?: string): Promise<Daemon> => testDaemon
 const history = async (c: AgentdClient, sender: string): Promise<History> =>
   (await c.request('get_conversation_history', { agent: 'assistant', sender })).conversation_history as History;
 
+/** Each test starts two daemons one after the other; on a loaded 2-core machine a start alone can take 20 s. */
+const SLOW = 120_000;
+
 describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
   it('two nodes on one database see each other’s conversations: history, list and search', async () => {
     const db = await database();
-    const [a, b] = await Promise.all([onStore(db), onStore(db)]);
+    const a = await onStore(db);
+    const b = await onStore(db);
     const ca = await testClient(a);
     const cb = await testClient(b);
     await ca.send('assistant', 'the quokka smiles', { sender: 'alice' });
@@ -44,7 +48,7 @@ describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
     expect(list.conversations.map((c) => c.sender).sort()).toEqual(['alice', 'bob']);
     const hits = (await cb.request('search_sessions', { query: 'quokka' })).session_hits as { hits: { sender: string }[] };
     expect(hits.hits.map((h) => h.sender)).toEqual(['alice']);
-  });
+  }, SLOW);
 
   it('kill -9 during a load of streamed turns loses no acknowledged turn and stores no partial one', async () => {
     const db = await database();
@@ -79,7 +83,7 @@ describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
       expect(messages.length / 2, sender).toBeGreaterThanOrEqual(n);
       messages.forEach((m, i) => expect(m).toEqual({ role: i % 2 ? 'assistant' : 'user', content: `${sender} turn ${Math.floor(i / 2)}` }));
     }
-  });
+  }, SLOW);
 
   it('a store from a newer agentd is refused at start and left untouched', async () => {
     const db = await database();
@@ -89,9 +93,9 @@ describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
     await d.stop();
     await db.query("INSERT INTO agentd_schema (version, applied_at) VALUES ($1, 'later')", [PG_SCHEMA_VERSION + 1]);
     const before = await db.query('SELECT (SELECT count(*) FROM messages) AS messages, (SELECT max(version) FROM agentd_schema) AS version');
-    const r = await runAgentd(['--home', makeHome(CONFIG), '--tcp', 'off', '--store', db.url]);
+    const r = await runAgentd(['--home', makeHome(CONFIG), '--tcp', 'off', '--store', db.url], {}, 60_000);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(new RegExp(`schema version ${PG_SCHEMA_VERSION + 1}, newer than this agentd understands`));
     expect(await db.query('SELECT (SELECT count(*) FROM messages) AS messages, (SELECT max(version) FROM agentd_schema) AS version')).toEqual(before);
-  });
+  }, SLOW);
 });

@@ -36,9 +36,10 @@ export function openPool(url: string, log: Logger, max = POOL_CONNECTIONS): pg.P
     connectionString: url,
     max,
     types,
-    // A commit returns once it is on disk: a turn's `end` promises that, whatever the server's default.
-    options: '-c synchronous_commit=on',
     application_name: 'agentd',
+    // A commit returns once it is on disk: a turn's `end` promises that, whatever the server's default
+    // or the URL's `options` say. Awaited before the pool hands the connection out.
+    onConnect: (client) => client.query('SET synchronous_commit = on').then(() => undefined),
     // A server that stops answering fails the write (the turn's `end` says so) instead of holding it forever.
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     keepAlive: true,

@@ -8,6 +8,7 @@ import { createLogger } from '../../src/shared/log.ts';
 import type { Message } from '../../src/worker/models/types.ts';
 import { createPgConversationStorage, createPgDaemonStorage } from '../../src/worker/pg-store.ts';
 import { INDEXED_CHARS } from '../../src/worker/pg-search-text.ts';
+import { openPool } from '../../src/worker/pg-pool.ts';
 import type { ConversationRef, ConversationStorage, DaemonStorage } from '../../src/worker/storage-contract.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 
@@ -71,6 +72,17 @@ describe.skipIf(skip !== null)('the PostgreSQL store', () => {
     expect((await q('opening')).map((h) => h.sender)).toEqual(['long']);
     expect(INDEXED_CHARS).toBeLessThan(words.length);
     expect(await q('closing')).toEqual([]);
+  });
+
+  it('commits synchronously whatever the URL asks', async () => {
+    db = await createTestDatabase();
+    const pool = openPool(`${db.url}?options=${encodeURIComponent('-c synchronous_commit=off')}`, log);
+    try {
+      const [setting] = (await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows;
+      expect(setting).toEqual({ synchronous_commit: 'on' });
+    } finally {
+      await pool.end();
+    }
   });
 
   it('says which store it cannot reach, without its password', async () => {

@@ -57,7 +57,13 @@ export interface StoredConversation {
   recent: Message[];
 }
 
-/** A shard's conversations in the store. Calls for one conversation are made in order and never overlap. */
+/**
+ * A shard's conversations in the store. Writes for one conversation (and its
+ * load) are made in order and never overlap. A read that answers a client
+ * (`allMessages` for its history, `exists` for a kill) may overlap the write
+ * of the turn running for it, and must then see the conversation either
+ * before or after that turn, never half of it.
+ */
 export interface ConversationStorage {
   load(agent: string, sender: string): Promise<StoredConversation | null>;
   exists(agent: string, sender: string): Promise<boolean>;

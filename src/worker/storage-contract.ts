@@ -7,7 +7,8 @@
  * answers synchronously (SQLite) returns settled promises.
  *
  * A shard holds one ConversationStorage; each storage-pool thread holds one
- * DaemonStorage. Both come from a StoreBackend, chosen by the store URL.
+ * DaemonStorage. Both come from store-backends.ts, chosen by the store URL
+ * (SQLite: store.ts and daemon-store.ts; PostgreSQL: pg-store.ts).
  */
 import type { StopReason, Usage } from '../shared/protocol.ts';
 import type { SearchOptions, StalledTurn, StoredStartupState, SubscriptionRecord } from '../shared/threads.ts';

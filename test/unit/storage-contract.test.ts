@@ -4,6 +4,15 @@
  * the data. Each test gets a store of its own.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { openDatabase, SCHEMA_VERSION } from '../../src/shared/db.ts';
+import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
+import { SqliteConversationStorage } from '../../src/worker/store.ts';
+import { SqliteDaemonStorage } from '../../src/worker/daemon-store.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { StopReason, zeroUsage } from '../../src/shared/protocol.ts';
 import type { SearchOptions } from '../../src/shared/threads.ts';
@@ -66,9 +75,35 @@ const postgres: Backend = {
   },
 };
 
-// LEAD: once the storage seam lands, add the SQLite backend here ({ name: 'SQLite', skip: null, open() {…} }
-// on a temp $AGENTD_HOME), so both implementations pass the same tests.
-const backends: Backend[] = [postgres];
+const sqlite: Backend = {
+  name: 'SQLite',
+  skip: null,
+  async open() {
+    const dir = mkdtempSync(join(tmpdir(), 'agentd-contract-'));
+    const path = join(dir, 'agentd.db');
+    const buffer = createWriteLockBuffer();
+    const open: { close(): Promise<void> }[] = [];
+    const track = <T extends { close(): Promise<void> }>(s: T): T => (open.push(s), s);
+    return {
+      conversations: async () => track(new SqliteConversationStorage(openDatabase(path), new WriteLock(buffer, open.length + 1))),
+      daemon: async () => track(new SqliteDaemonStorage(path, new WriteLock(buffer, open.length + 1))),
+      forgeNewerSchema: async () => {
+        const db = new Database(path);
+        db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+        db.close();
+      },
+      fingerprint: async () => createHash('sha256').update(readFileSync(path)).digest('hex') + (existsSync(`${path}-wal`) ? readFileSync(`${path}-wal`).length : '-'),
+      // A committed SQLite transaction is in the file (WAL) the moment it commits: a new connection sees it.
+      crash: async () => undefined,
+      dispose: async () => {
+        await Promise.allSettled(open.map((s) => s.close()));
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+const backends: Backend[] = [sqlite, postgres];
 
 const user = (content: string): Message => ({ role: 'user', content });
 const assistant = (content: string): Message => ({ role: 'assistant', content });

@@ -5,6 +5,7 @@
  */
 import pg from 'pg';
 import type { Logger } from '../shared/log.ts';
+import { describeStore } from '../shared/store-location.ts';
 
 export type { PoolClient } from 'pg';
 
@@ -22,13 +23,7 @@ const types: pg.CustomTypesConfig = {
 
 /** The store's URL without its password, for messages and logs. */
 export function safeUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the PostgreSQL store';
-  }
+  return describeStore({ kind: 'postgres', url });
 }
 
 export function openPool(url: string, log: Logger, max = POOL_CONNECTIONS): pg.Pool {

@@ -2,12 +2,9 @@
  * Daemons on a PostgreSQL store (`--store postgres://…`), end to end: two
  * nodes sharing one database, kill -9 losing no acknowledged turn, and a
  * store from a newer agentd refused untouched. Each test has a database of
- * its own; without a server (or without the store selection) the file is
- * skipped, saying why.
+ * its own; without a server the file is skipped, saying why.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { AgentdClient } from '../../src/client/index.ts';
 import { PG_SCHEMA_VERSION } from '../../src/worker/pg-schema.ts';
 import { collect, makeHome, runAgentd, startDaemon, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
@@ -16,9 +13,7 @@ import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers
 const CONFIG = { agents: { assistant: { model: 'echo' } } };
 type History = { title: string; messages: { role: string; content: string }[] };
 
-/** The daemon learns `--store` from the storage seam (src/worker/store-backends.ts). */
-const SEAM = resolve(import.meta.dirname, '../../src/worker/store-backends.ts');
-const skip = existsSync(SEAM) ? await pgUnavailable() : 'PostgreSQL daemon tests skipped: this agentd has no store selection (--store) yet';
+const skip = await pgUnavailable();
 if (skip !== null) console.warn(skip);
 
 async function database(): Promise<TestDatabase> {

@@ -105,6 +105,12 @@ const sqlite: Backend = {
 
 const backends: Backend[] = [sqlite, postgres];
 
+/** Waits until the wall clock's millisecond (what a stored timestamp holds) has moved on. */
+async function nextMillisecond(): Promise<void> {
+  const start = new Date().toISOString();
+  while (new Date().toISOString() === start) await new Promise((r) => setImmediate(r));
+}
+
 const user = (content: string): Message => ({ role: 'user', content });
 const assistant = (content: string): Message => ({ role: 'assistant', content });
 const ref = (agent: string, sender: string, stored = 0, dbId: number | null = null): ConversationRef => ({ dbId, agent, sender, title: '', stored });
@@ -272,6 +278,7 @@ describe.each(backends)('storage contract: $name', (backend) => {
     await shard.writeTurns([{ conv: one, messages: [user('1')] }]);
     await conversation('a', 'two', [user('2')]);
     await conversation('b', 'one', [user('3')]);
+    await nextMillisecond(); // timestamps have millisecond resolution: the update must be later, not tied
     one.stored = 1;
     await shard.writeTurns([{ conv: one, messages: [user('1 again')] }]);
     const all = await daemon.listConversations(null, null);

@@ -1,7 +1,12 @@
 /**
- * Storage: stored echo turns per second beside the same load with
- * persistence off, and search latency over 100,000 stored messages beside
- * `ping` on the same daemon.
+ * Storage: stored echo turns per second on SQLite beside PostgreSQL and the
+ * same load with persistence off, and search latency over 100,000 stored
+ * messages on SQLite beside PostgreSQL and `ping` on the same daemon.
+ *
+ * PostgreSQL rows use a database of their own on the server
+ * AGENTD_TEST_PG_URL names (default 127.0.0.1:5432, as for the tests),
+ * created for the run and dropped after it; without a server they are skipped
+ * and the run says so.
  */
 import { join } from 'node:path';
 import { frameClient } from '../lib/clients.ts';
@@ -12,11 +17,16 @@ import { Report } from '../lib/report.ts';
 import { prepareDatabaseFile, openDatabase } from '../../src/shared/db.ts';
 import { ConversationStore } from '../../src/worker/store.ts';
 import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
+import { createLogger } from '../../src/shared/log.ts';
+import { createPgConversationStorage } from '../../src/worker/pg-store.ts';
+import type { Message } from '../../src/worker/models/types.ts';
+import type { TurnRecord } from '../../src/worker/storage-contract.ts';
+import { createTestDatabase, pgUnavailable, type TestDatabase } from '../../test/helpers/postgres.ts';
 
 const AGENTS = { assistant: { model: 'echo' } };
 
 /** A deterministic word list and generator, so every run searches the same corpus. */
-function corpus(seed: number): { words: string[]; next: () => number } {
+export function corpus(seed: number): { words: string[]; next: () => number } {
   let x = seed;
   const next = (): number => {
     x = (Math.imul(x, 1103515245) + 12345) >>> 0;
@@ -28,12 +38,89 @@ function corpus(seed: number): { words: string[]; next: () => number } {
   return { words, next };
 }
 
+/** The search corpus: the same conversations, in the same order, on every store. */
+export const MESSAGES = 100_000;
+const PER_CONVERSATION = 50;
+export function* seedConversations(): Generator<{ sender: string; messages: Message[] }> {
+  const { words, next } = corpus(42);
+  const sentence = (): string => Array.from({ length: 8 + Math.floor(next() * 20) }, () => words[Math.floor(next() * words.length)]).join(' ');
+  for (let c = 0; c < MESSAGES / PER_CONVERSATION; c++) {
+    const messages = Array.from({ length: PER_CONVERSATION }, (_, i): Message => ({ role: i % 2 ? 'assistant' : 'user', content: sentence() }));
+    yield { sender: `seed-${c}`, messages };
+  }
+}
+
+/** Seeds a SQLite home through the shards' own store code. */
+function seedSqlite(home: string): void {
+  const path = join(home, 'agentd.db');
+  prepareDatabaseFile(path);
+  const db = openDatabase(path);
+  const store = new ConversationStore(db, new WriteLock(createWriteLockBuffer(), 1));
+  db.transaction(() => {
+    for (const { sender, messages } of seedConversations()) store.appendTurn({ dbId: null, agent: 'assistant', sender, title: '', stored: 0 }, messages);
+  })();
+  db.close();
+}
+
+/** Writes the corpus through a store's group commit, 40 conversations a commit. */
+export async function seedInGroupCommits(write: (turns: TurnRecord[]) => Promise<(Error | null)[]>): Promise<void> {
+  let batch: TurnRecord[] = [];
+  const flush = async (): Promise<void> => {
+    const failed = (await write(batch)).find((r) => r !== null);
+    if (failed) throw failed;
+    batch = [];
+  };
+  for (const { sender, messages } of seedConversations()) {
+    batch.push({ conv: { dbId: null, agent: 'assistant', sender, title: '', stored: 0 }, messages });
+    if (batch.length === 40) await flush();
+  }
+  if (batch.length > 0) await flush();
+}
+
+/** Seeds a PostgreSQL store (its schema made by the daemon on it) through its own ConversationStorage. */
+async function seedPostgres(url: string): Promise<void> {
+  const shard = await createPgConversationStorage(url, createLogger('silent'));
+  try {
+    await seedInGroupCommits((turns) => shard.writeTurns(turns));
+  } finally {
+    await shard.close();
+  }
+}
+
+/** A database for the PostgreSQL rows, or null (said on the progress line) when no server answers. */
+async function benchDatabase(): Promise<TestDatabase | null> {
+  const why = await pgUnavailable();
+  if (why === null) return createTestDatabase();
+  Report.progress(why.replace('PostgreSQL tests skipped', 'storage: PostgreSQL rows skipped'));
+  return null;
+}
+
 export async function run(ctx: BenchContext): Promise<void> {
+  const pgTurns = await benchDatabase();
+  try {
+    await storedTurns(ctx, pgTurns);
+  } finally {
+    await pgTurns?.drop();
+  }
+  const pgSearch = await benchDatabase();
+  try {
+    await searchLatency(ctx, pgSearch);
+  } finally {
+    await pgSearch?.drop();
+  }
+}
+
+async function storedTurns(ctx: BenchContext, pg: TestDatabase | null): Promise<void> {
   const { rateMs, warmupMs } = ctx.sizes;
   const stored = await startAgentd(ctx.workers, AGENTS);
+  const onPostgres = pg === null ? null : await startAgentd(ctx.workers, AGENTS, { store: pg.url });
   const memory = await startAgentd(ctx.workers, AGENTS, { persist: false });
   try {
-    const systems = [{ name: 'agentd', proc: stored }, { name: 'persist off', proc: memory }];
+    const systems = [
+      { name: 'agentd (SQLite)', proc: stored },
+      ...(onPostgres === null ? [] : [{ name: 'agentd (PostgreSQL)', proc: onPostgres }]),
+      { name: 'persist off', proc: memory },
+    ];
     await ctx.report.compare('storage', [{ name: 'stored echo turns 32x8', unit: 'turns/s' }], systems, async (sys) => {
       const cs = await Promise.all(Array.from({ length: 32 }, (_, i) => frameClient(sys.proc.unix, turnBody(`st${i}`))));
       const r = await throughput(cs, 8, rateMs, warmupMs);
@@ -41,46 +128,41 @@ export async function run(ctx: BenchContext): Promise<void> {
       return [r];
     });
   } finally {
-    await Promise.all([stored.stop(), memory.stop()]);
+    await Promise.all([stored.stop(), onPostgres?.stop(), memory.stop()]);
   }
+}
 
-  // Search: seed 100,000 messages through the shards' own store code, then query over the socket.
-  const MESSAGES = 100_000;
-  const seeded = await startAgentd(ctx.workers, AGENTS, {}, (home) => {
-    const path = join(home, 'agentd.db');
-    prepareDatabaseFile(path);
-    const db = openDatabase(path);
-    const store = new ConversationStore(db, new WriteLock(createWriteLockBuffer(), 1));
-    const { words, next } = corpus(42);
-    const sentence = (): string => Array.from({ length: 8 + Math.floor(next() * 20) }, () => words[Math.floor(next() * words.length)]).join(' ');
-    const PER_CONVERSATION = 50;
-    db.transaction(() => {
-      for (let c = 0; c < MESSAGES / PER_CONVERSATION; c++) {
-        const messages = Array.from({ length: PER_CONVERSATION }, (_, i) => ({ role: i % 2 ? ('assistant' as const) : ('user' as const), content: sentence() }));
-        store.appendTurn({ dbId: null, agent: 'assistant', sender: `seed-${c}`, title: '', stored: 0 }, messages);
-      }
-    })();
-    db.close();
-  });
-  Report.progress(`storage: seeded ${MESSAGES} messages`);
+/** Search over the same 100,000 messages on each store, queried over the socket; `ping` on the SQLite daemon is the floor. */
+async function searchLatency(ctx: BenchContext, pg: TestDatabase | null): Promise<void> {
+  const seeded = await startAgentd(ctx.workers, AGENTS, {}, seedSqlite);
+  let onPostgres = null;
   try {
+    if (pg !== null) {
+      onPostgres = await startAgentd(ctx.workers, AGENTS, { store: pg.url });
+      await seedPostgres(pg.url);
+    }
+    Report.progress(`storage: seeded ${MESSAGES} messages${pg === null ? '' : ' on SQLite and on PostgreSQL'}`);
     const { words, next } = corpus(7);
     const queries = Array.from({ length: 512 }, () => Array.from({ length: 1 + Math.floor(next() * 2) }, () => words[Math.floor(next() * words.length)]).join(' '));
     let q = 0;
-    const systems = [{ name: 'agentd', proc: seeded }, { name: 'ping (same daemon)', proc: seeded }];
+    const systems = [
+      { name: 'agentd (SQLite)', proc: seeded, ping: false },
+      ...(onPostgres === null ? [] : [{ name: 'agentd (PostgreSQL)', proc: onPostgres, ping: false }]),
+      { name: 'ping (same daemon)', proc: seeded, ping: true },
+    ];
     await ctx.report.compare(
       'storage',
       ['p50', 'p99'].map((p) => ({ name: `search_sessions over ${MESSAGES / 1000}k messages ${p}`, unit: 'us' })),
       systems,
       async (sys) => {
-        const body = sys.name === 'agentd' ? () => ({ search_sessions: { query: queries[q++ % queries.length] } }) : () => ({ ping: {} });
-        const c = await frameClient(seeded.unix, body);
+        const body = sys.ping ? () => ({ ping: {} }) : () => ({ search_sessions: { query: queries[q++ % queries.length] } });
+        const c = await frameClient(sys.proc.unix, body);
         const r = await latency(c, ctx.quick ? 200 : 1000, 20);
         c.close();
         return [r.p50, r.p99];
       },
     );
   } finally {
-    await seeded.stop();
+    await Promise.all([seeded.stop(), onPostgres?.stop()]);
   }
 }

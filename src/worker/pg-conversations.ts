@@ -1,0 +1,145 @@
+/**
+ * A shard's conversations in PostgreSQL (the storage contract's
+ * ConversationStorage): reads, summaries, deletes and stalled turns here,
+ * group commits in pg-turns.ts.
+ */
+import type pg from 'pg';
+import { now } from '../shared/db.ts';
+import { StopReason, zeroUsage, type Usage } from '../shared/protocol.ts';
+import type { StalledTurn } from '../shared/threads.ts';
+import type { Message } from './models/types.ts';
+import { inTransaction } from './pg-pool.ts';
+import { indexedWords } from './pg-search-text.ts';
+import { appendTurn, writeTurnGroup } from './pg-turns.ts';
+import type { ConversationRef, ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from './storage-contract.ts';
+
+interface MessageRow {
+  role: Message['role'];
+  content: string;
+  agent: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  name: string | null;
+  is_error: boolean;
+  stop_reason: string | null;
+}
+
+interface ConversationRow {
+  id: number;
+  title: string;
+  created_at: string;
+  summary: string | null;
+  summary_upto: number;
+  message_count: number;
+}
+
+const MESSAGE_COLUMNS = 'role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason';
+
+function toMessage(r: MessageRow): Message {
+  const m: Message = { role: r.role, content: r.content };
+  if (r.agent !== null) m.agent = r.agent;
+  if (r.tool_calls !== null) m.tool_calls = JSON.parse(r.tool_calls) as Message['tool_calls'];
+  if (r.tool_call_id !== null) m.tool_call_id = r.tool_call_id;
+  if (r.name !== null) m.name = r.name;
+  if (r.is_error) m.is_error = true;
+  if (r.stop_reason !== null) m.stop_reason = r.stop_reason;
+  return m;
+}
+
+export class PgConversationStorage implements ConversationStorage {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async #find(agent: string, sender: string): Promise<ConversationRow | null> {
+    const r = await this.#pool.query<ConversationRow>(
+      'SELECT id, title, created_at, summary, summary_upto, message_count FROM conversations WHERE agent = $1 AND sender = $2',
+      [agent, sender],
+    );
+    return r.rows[0] ?? null;
+  }
+
+  async #messagesFrom(id: number, fromIdx: number): Promise<Message[]> {
+    const r = await this.#pool.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE conversation_id = $1 AND idx >= $2 ORDER BY idx`, [id, fromIdx]);
+    return r.rows.map(toMessage);
+  }
+
+  /** The row and its recent messages in one round trip: one row per message (the conversation's columns repeated), or one with no message. */
+  async load(agent: string, sender: string): Promise<StoredConversation | null> {
+    const r = await this.#pool.query<ConversationRow & { [K in keyof MessageRow]: MessageRow[K] | null }>(
+      `SELECT c.id, c.title, c.created_at, c.summary, c.summary_upto, c.message_count, ${MESSAGE_COLUMNS.split(', ').map((col) => `m.${col}`).join(', ')}
+       FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id AND m.idx >= c.summary_upto
+       WHERE c.agent = $1 AND c.sender = $2 ORDER BY m.idx`,
+      [agent, sender],
+    );
+    const c = r.rows[0];
+    if (c === undefined) return null;
+    return {
+      id: c.id,
+      title: c.title,
+      createdAt: c.created_at,
+      summary: c.summary,
+      summaryUpto: c.summary_upto,
+      messageCount: c.message_count,
+      recent: c.role === null ? [] : r.rows.map((row) => toMessage(row as MessageRow)),
+    };
+  }
+
+  async exists(agent: string, sender: string): Promise<boolean> {
+    return (await this.#find(agent, sender)) !== null;
+  }
+
+  allMessages(id: number): Promise<Message[]> {
+    return this.#messagesFrom(id, 0);
+  }
+
+  writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
+    return writeTurnGroup(this.#pool, turns);
+  }
+
+  async outcome(conversationId: number, turnId: string): Promise<TurnOutcome | null> {
+    const r = await this.#pool.query<{ agent: string; model: string; stop_reason: string; error: string; usage: string; final_text: string }>(
+      'SELECT agent, model, stop_reason, error, usage, final_text FROM turn_outcomes WHERE conversation_id = $1 AND turn_id = $2',
+      [conversationId, turnId],
+    );
+    const o = r.rows[0];
+    if (o === undefined) return null;
+    return { turnId, agent: o.agent, model: o.model, stopReason: o.stop_reason as StopReason, error: o.error, usage: JSON.parse(o.usage) as Usage, finalText: o.final_text };
+  }
+
+  async setSummary(id: number, summary: string, upto: number): Promise<void> {
+    await this.#pool.query(
+      "UPDATE conversations SET summary = $1, summary_upto = $2, updated_at = $3, summary_search = to_tsvector('simple', $4) WHERE id = $5",
+      [summary, upto, now(), indexedWords(summary), id],
+    );
+  }
+
+  async delete(id: number): Promise<void> {
+    // Messages, their search entries (a column of theirs) and outcomes go by ON DELETE CASCADE.
+    await this.#pool.query('DELETE FROM conversations WHERE id = $1', [id]);
+  }
+
+  /**
+   * Stores a turn its stalled shard was running as ended `stalled`: its user
+   * message and an empty assistant message marked so. Skipped if the turn's
+   * turn_id is stored already (it committed just before the shard froze).
+   */
+  async recordStalled(t: StalledTurn): Promise<void> {
+    const row = await this.#find(t.agent, t.sender);
+    if (row !== null && t.turnId !== null && (await this.outcome(row.id, t.turnId)) !== null) return;
+    const conv: ConversationRef = { dbId: row?.id ?? null, agent: t.agent, sender: t.sender, title: row?.title ?? '', stored: row?.message_count ?? 0 };
+    const ended: Message = { role: 'assistant', content: '', stop_reason: StopReason.Stalled };
+    if (t.guest !== null) ended.agent = t.guest;
+    const outcome: TurnOutcome | null =
+      t.turnId === null
+        ? null
+        : { turnId: t.turnId, agent: t.guest ?? t.agent, model: '', stopReason: StopReason.Stalled, error: t.error, usage: zeroUsage(), finalText: '' };
+    await inTransaction(this.#pool, (client) => appendTurn(client, { conv, messages: [{ role: 'user', content: t.content }, ended], outcome }));
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.end();
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Session search over a PostgreSQL store, by the rules of PROTOCOL §4 and
+ * SQLite's search.ts: words ORed, one hit per conversation best first,
+ * title and summary matches lift, the same limits, window and snippets.
+ * Ranking is ts_rank (normalized by document length) over the GIN-indexed
+ * tsvector of each message, user text weighted 1.5 against assistant text
+ * and tool names 1, instead of FTS5's bm25: the order agrees on the usual
+ * cases, the scores are on another scale.
+ */
+import type pg from 'pg';
+import type { SearchOptions } from '../shared/threads.ts';
+import type { SessionHit } from '../shared/wire/ops.ts';
+import { tsQueryText } from './pg-search-text.ts';
+import { queryWords, rankConversations, SEARCH_CANDIDATES, windowEntry, windowSides, type RankedConversation, type WindowRow } from './search-rules.ts';
+
+/** ts_rank weights {D, C, B, A}: B (assistant text, tool names) 1, A (user text) 1.5. */
+const WEIGHTS = '{0, 0, 0.6666667, 1}';
+/** ts_rank normalization 1: divide by 1 + log(length), so one mention in a long message counts less, as in bm25. */
+const NORMALIZATION = 1;
+
+const FILTER = '($2::text IS NULL OR c.agent = $2) AND ($3::text IS NULL OR c.sender = $3)';
+
+const MESSAGE_HITS = `
+  SELECT m.conversation_id, m.idx, ts_rank('${WEIGHTS}', m.search, q, ${NORMALIZATION}) AS score
+  FROM messages m JOIN conversations c ON c.id = m.conversation_id, websearch_to_tsquery('simple', $1) q
+  WHERE m.search @@ q AND ${FILTER}
+  ORDER BY score DESC, m.conversation_id LIMIT ${SEARCH_CANDIDATES}`;
+
+const CONVERSATION_HITS = `
+  SELECT c.id, ts_rank(c.title_search || c.summary_search, q, ${NORMALIZATION}) AS score
+  FROM conversations c, websearch_to_tsquery('simple', $1) q
+  WHERE (c.title_search || c.summary_search) @@ q AND ${FILTER}`;
+
+const CONVERSATIONS = 'SELECT id, agent, sender, title, created_at, updated_at FROM conversations WHERE id = ANY($1::bigint[])';
+
+/** Every hit's window in one round trip: the rows of each (conversation, idx range). */
+const WINDOWS = `
+  SELECT m.conversation_id, m.idx, m.role, m.content, m.name, m.tool_calls
+  FROM unnest($1::bigint[], $2::int[], $3::int[]) AS w(id, lo, hi)
+  JOIN messages m ON m.conversation_id = w.id AND m.idx BETWEEN w.lo AND w.hi
+  ORDER BY m.conversation_id, m.idx`;
+
+export class PgSessionSearch {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async search(o: SearchOptions): Promise<SessionHit[]> {
+    const words = queryWords(o.query);
+    const tsQuery = words === null ? null : tsQueryText(words);
+    if (words === null || tsQuery === null) return [];
+    const ranked = await this.#rank(tsQuery, o);
+    if (ranked.length === 0) return [];
+    const { before, after } = windowSides(o.contextBefore, o.contextAfter);
+    const [conversations, windows] = await Promise.all([
+      this.#pool.query<{ id: number; agent: string; sender: string; title: string; created_at: string; updated_at: string }>(CONVERSATIONS, [ranked.map((r) => r.id)]),
+      this.#pool.query<WindowRow & { conversation_id: number }>(WINDOWS, [
+        ranked.map((r) => r.id),
+        ranked.map((r) => Math.max(0, r.idx - before)),
+        ranked.map((r) => r.idx + after),
+      ]),
+    ]);
+    const byId = new Map(conversations.rows.map((c) => [c.id, c]));
+    return ranked.flatMap(({ id, idx, score }) => {
+      const c = byId.get(id);
+      if (c === undefined) return []; // deleted between the ranking and this read
+      const window = windows.rows.filter((m) => m.conversation_id === id).map((m) => windowEntry(m, words));
+      return [{ agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window }];
+    });
+  }
+
+  /** Each conversation's best message among the best candidates, lifted by a title or summary match; best first, ties to the older. */
+  async #rank(tsQuery: string, o: SearchOptions): Promise<RankedConversation[]> {
+    const params = [tsQuery, o.agent, o.sender];
+    const [messages, lifts] = await Promise.all([
+      this.#pool.query<{ conversation_id: number; idx: number; score: number }>(MESSAGE_HITS, params),
+      this.#pool.query<{ id: number; score: number }>(CONVERSATION_HITS, params),
+    ]);
+    return rankConversations(messages.rows, lifts.rows, o.limit);
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * The PostgreSQL store (`"store": "postgres://…"`): what the store factory
+ * loads, on demand, for a postgres:// or postgresql:// URL. Each shard gets a
+ * ConversationStorage and each storage thread a DaemonStorage, every one on a
+ * small pool of its own. The storage threads bring the schema up to date
+ * (DaemonStorage.prepare) before any shard writes.
+ */
+import type { Logger } from '../shared/log.ts';
+import { PgConversationStorage } from './pg-conversations.ts';
+import { PgDaemonStorage } from './pg-daemon.ts';
+import { connectPool } from './pg-pool.ts';
+import type { ConversationStorage, DaemonStorage } from './storage-contract.ts';
+
+export async function createPgConversationStorage(url: string, log: Logger): Promise<ConversationStorage> {
+  return new PgConversationStorage(await connectPool(url, log));
+}
+
+export async function createPgDaemonStorage(url: string, log: Logger): Promise<DaemonStorage> {
+  return new PgDaemonStorage(await connectPool(url, log), url, log);
+}

@@ -1,0 +1,169 @@
+/**
+ * Group commit on PostgreSQL: a batch of finished turns written in one
+ * transaction, each turn in one statement (its conversation row, its
+ * messages as one multi-row INSERT from unnest, its outcome), resolving only
+ * after COMMIT, which with synchronous_commit on means the turns are on disk.
+ * The batch goes to the server in one flight (pipelined). One bad turn does
+ * not sink the others: if the batch fails, it is written again with a
+ * SAVEPOINT per turn, and only the bad turns are left out.
+ */
+import type pg from 'pg';
+import { now } from '../shared/db.ts';
+import type { Message } from './models/types.ts';
+import { TITLE_CHARS } from './conversation.ts';
+import { inTransaction, type PoolClient } from './pg-pool.ts';
+import { indexedWords } from './pg-search-text.ts';
+import type { TurnRecord } from './storage-contract.ts';
+
+/** What search may see of a message, by weight: user text (A); assistant text and tool names (B). Never tool output or arguments. */
+function searchable(m: Message): [string, string] {
+  if (m.role === 'user') return [indexedWords(m.content), ''];
+  if (m.role === 'assistant') return ['', indexedWords(`${m.content} ${m.tool_calls?.map((c) => c.name).join(' ') ?? ''}`)];
+  return ['', ''];
+}
+
+/** PostgreSQL text cannot hold U+0000: say so plainly rather than as a driver error. */
+function refuseNul(messages: readonly Message[]): void {
+  if (messages.some((m) => m.content.includes('\u0000'))) {
+    throw new Error('the PostgreSQL store cannot hold the character U+0000 in a message; this turn was not stored');
+  }
+}
+
+/** $1-$11: one array per message field, in the order of the unnest below. */
+function messageColumns(messages: readonly Message[], firstIdx: number): unknown[] {
+  const weighted = messages.map(searchable);
+  return [
+    messages.map((_, i) => firstIdx + i),
+    messages.map((m) => m.role),
+    messages.map((m) => m.content),
+    messages.map((m) => m.agent ?? null),
+    messages.map((m) => (m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls))),
+    messages.map((m) => m.tool_call_id ?? null),
+    messages.map((m) => m.name ?? null),
+    messages.map((m) => m.is_error === true),
+    messages.map((m) => m.stop_reason ?? null),
+    weighted.map((w) => w[0]),
+    weighted.map((w) => w[1]),
+  ];
+}
+
+/** $12 the time, $13 the new message count, $14-$20 the outcome (turn_id NULL when there is none). */
+function turnParams(turn: TurnRecord, at: string): unknown[] {
+  const o = turn.outcome ?? null;
+  return [
+    ...messageColumns(turn.messages, turn.conv.stored),
+    at,
+    turn.conv.stored + turn.messages.length,
+    ...(o === null ? [null, null, null, null, null, null, null] : [o.turnId, o.agent, o.model, o.stopReason, o.error, JSON.stringify(o.usage), o.finalText]),
+  ];
+}
+
+/** The turn's statement around its conversation row `c`: messages and outcome go in as part of the same statement. */
+const turnStatement = (conversation: string): string => `
+  WITH c AS (${conversation}),
+  m AS (
+    INSERT INTO messages (conversation_id, created_at, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, search)
+    SELECT c.id, $12, u.idx, u.role, u.content, u.agent, u.tool_calls, u.tool_call_id, u.name, u.is_error, u.stop_reason,
+      CASE WHEN u.a = '' AND u.b = '' THEN NULL
+           ELSE setweight(to_tsvector('simple', u.a), 'A') || setweight(to_tsvector('simple', u.b), 'B') END
+    FROM c, unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::text[], $10::text[], $11::text[])
+      AS u(idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, a, b)
+  ),
+  o AS (
+    INSERT INTO turn_outcomes (conversation_id, turn_id, agent, model, stop_reason, error, usage, final_text, created_at)
+    SELECT c.id, $14, $15, $16, $17, $18, $19, $20, $12 FROM c WHERE $14::text IS NOT NULL
+  )
+  SELECT id FROM c`;
+
+/** A stored conversation: $21 its id. */
+const APPEND_TO_STORED = turnStatement('UPDATE conversations SET updated_at = $12, message_count = $13 WHERE id = $21 RETURNING id');
+
+/** A conversation's first turn: $21 agent, $22 sender, $23 title, $24 its words. Another node may have created the row meanwhile. */
+const APPEND_TO_NEW = turnStatement(`
+  INSERT INTO conversations (agent, sender, title, created_at, updated_at, message_count, title_search)
+  VALUES ($21, $22, $23, $12, $12, $13, to_tsvector('simple', $24))
+  ON CONFLICT (agent, sender) DO UPDATE SET updated_at = EXCLUDED.updated_at, message_count = EXCLUDED.message_count
+  RETURNING id`);
+
+/** Writes one turn, inside a transaction; returns its conversation's row id (creating the row on its first turn). */
+export async function appendTurn(client: PoolClient, turn: TurnRecord): Promise<number> {
+  const { conv, messages } = turn;
+  refuseNul(messages);
+  const params = turnParams(turn, now());
+  let r: pg.QueryResult<{ id: number }>;
+  if (conv.dbId !== null) {
+    r = await client.query<{ id: number }>(APPEND_TO_STORED, [...params, conv.dbId]);
+  } else {
+    const title = conv.title || (messages.find((m) => m.role === 'user')?.content.slice(0, TITLE_CHARS) ?? '');
+    r = await client.query<{ id: number }>(APPEND_TO_NEW, [...params, conv.agent, conv.sender, title, indexedWords(title)]);
+  }
+  const row = r.rows[0];
+  if (row === undefined) throw new Error(`conversation ${conv.agent}/${conv.sender} is no longer stored (it was deleted)`);
+  return row.id;
+}
+
+/**
+ * Every turn in one transaction, sent in one flight: the pool's connections
+ * pipeline, so BEGIN, one statement per turn and COMMIT cost one round trip,
+ * not one each. If a statement fails, the server rolls the whole batch back
+ * (its COMMIT answers ROLLBACK) and this throws. A turn refused before it was
+ * sent (U+0000) is reported as failed; the rest commit.
+ */
+async function writeAll(pool: pg.Pool, turns: readonly TurnRecord[]): Promise<(number | Error)[]> {
+  const client = await pool.connect();
+  let healthy = false;
+  try {
+    const settled = await Promise.allSettled([client.query('BEGIN'), ...turns.map((t) => appendTurn(client, t)), client.query('COMMIT')]);
+    const commit = settled.pop()!;
+    if (commit.status === 'rejected') throw commit.reason;
+    healthy = true;
+    if ((commit.value as pg.QueryResult).command !== 'COMMIT') {
+      const failed = settled.find((s) => s.status === 'rejected');
+      throw failed?.reason ?? new Error('the transaction was rolled back by the server');
+    }
+    return settled.slice(1).map((s) => (s.status === 'fulfilled' ? (s.value as number) : (s.reason as Error)));
+  } finally {
+    client.release(!healthy);
+  }
+}
+
+/** Every turn in one transaction, each behind a savepoint: a failing turn is rolled back alone. */
+function writeEach(pool: pg.Pool, turns: readonly TurnRecord[]): Promise<(number | Error)[]> {
+  return inTransaction(pool, async (client) => {
+    const out: (number | Error)[] = [];
+    for (const turn of turns) {
+      await client.query('SAVEPOINT turn');
+      try {
+        out.push(await appendTurn(client, turn));
+        await client.query('RELEASE SAVEPOINT turn');
+      } catch (err) {
+        await client.query('ROLLBACK TO SAVEPOINT turn');
+        out.push(err as Error);
+      }
+    }
+    return out;
+  });
+}
+
+/**
+ * The group commit. Row ids are kept only once COMMIT succeeded; if the
+ * batch cannot commit at all, every turn reports why.
+ */
+export async function writeTurnGroup(pool: pg.Pool, turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
+  let written: (number | Error)[];
+  try {
+    written = await writeAll(pool, turns);
+  } catch (batchError) {
+    if (turns.length === 1) return [batchError as Error];
+    try {
+      written = await writeEach(pool, turns);
+    } catch (err) {
+      return turns.map(() => err as Error);
+    }
+  }
+  return written.map((w, i) => {
+    if (w instanceof Error) return w;
+    turns[i]!.conv.dbId = w;
+    return null;
+  });
+}

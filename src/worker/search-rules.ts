@@ -1,0 +1,75 @@
+/**
+ * The parts of session search (PROTOCOL §4) that do not depend on the store:
+ * a query's words, how many candidates ranking looks at, the context
+ * window's bounds and what a window shows of each message. SQLite's search
+ * (search.ts) and PostgreSQL's (pg-search.ts) answer by the same rules.
+ */
+import { SEARCH_LIMITS } from '../shared/protocol.ts';
+import type { SearchWindowMessage } from '../shared/wire/ops.ts';
+import { ftsQuery, snippetOf } from './search.ts';
+
+/** How many best-ranked messages are kept before one hit per conversation is chosen. */
+export const SEARCH_CANDIDATES = 500;
+
+/** A query's distinct lower-cased words (letters, digits, `_`), or null when it has none. */
+export function queryWords(query: string): string[] | null {
+  const match = ftsQuery(query);
+  return match === null ? null : match.split(' OR ').map((w) => w.slice(1, -1));
+}
+
+/**
+ * How many messages a window shows before and after the hit: at most
+ * maxWindow in all. Clamp first (a client may ask for 2^53), then trim the
+ * wider side (`before` on a tie).
+ */
+export function windowSides(contextBefore: number, contextAfter: number): { before: number; after: number } {
+  let before = Math.min(contextBefore, SEARCH_LIMITS.maxWindow);
+  let after = Math.min(contextAfter, SEARCH_LIMITS.maxWindow);
+  while (before + after + 1 > SEARCH_LIMITS.maxWindow) {
+    if (before >= after) before--;
+    else after--;
+  }
+  return { before, after };
+}
+
+export interface RankedConversation {
+  id: number;
+  /** The conversation's best-matching message, or 0 when only its title or summary matched. */
+  idx: number;
+  score: number;
+}
+
+/**
+ * One hit per conversation: its best message among the candidates (given
+ * best first), plus its title-or-summary score; best first, ties to the
+ * older conversation, at most `limit`.
+ */
+export function rankConversations(
+  candidates: readonly { conversation_id: number; idx: number; score: number }[],
+  lifts: readonly { id: number; score: number }[],
+  limit: number,
+): RankedConversation[] {
+  const best = new Map<number, { idx: number; score: number }>();
+  for (const r of candidates) if (!best.has(r.conversation_id)) best.set(r.conversation_id, { idx: r.idx, score: r.score });
+  const lifted = new Map(lifts.map((r) => [r.id, r.score]));
+  return [...new Set([...best.keys(), ...lifted.keys()])]
+    .map((id) => ({ id, idx: best.get(id)?.idx ?? 0, score: (best.get(id)?.score ?? 0) + (lifted.get(id) ?? 0) }))
+    .sort((a, b) => b.score - a.score || a.id - b.id)
+    .slice(0, limit);
+}
+
+export interface WindowRow {
+  idx: number;
+  role: SearchWindowMessage['role'];
+  content: string;
+  name: string | null;
+  tool_calls: string | null;
+}
+
+/** What a window shows of a stored message. Tool output may hold secrets: a tool message shows its tool's name only. */
+export function windowEntry(m: WindowRow, words: readonly string[]): SearchWindowMessage {
+  const isTool = m.role === 'tool';
+  const { snippet, truncated } = snippetOf(isTool ? '' : m.content, words, SEARCH_LIMITS.snippetBytes);
+  const toolName = isTool ? (m.name ?? '') : m.tool_calls !== null ? (JSON.parse(m.tool_calls) as { name: string }[]).map((t) => t.name).join(',') : '';
+  return { role: m.role, msg_idx: m.idx, snippet, truncated, tool_name: toolName };
+}

@@ -1,0 +1,79 @@
+/**
+ * A PostgreSQL database of its own for each test that needs one: created on
+ * the server AGENTD_TEST_PG_URL names (default: the development and CI
+ * server, 127.0.0.1:5432 with trust authentication) and dropped afterwards.
+ * Where no server answers, `pgUnavailable()` says why, and the tests skip
+ * themselves with that line printed.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { safeUrl } from '../../src/worker/pg-pool.ts';
+
+/** Any database on the server: it is only used to create and drop the tests' own. */
+export const PG_ADMIN_URL = process.env.AGENTD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+const HOW_TO_RUN = 'start PostgreSQL on 127.0.0.1:5432 with trust authentication, or set AGENTD_TEST_PG_URL=postgres://user@host:port/db (a role that may CREATE DATABASE)';
+
+let probed: Promise<string | null> | undefined;
+
+/** Null when the server answers; otherwise why the PostgreSQL tests are skipped, and how to run them. */
+export function pgUnavailable(): Promise<string | null> {
+  probed ??= (async () => {
+    const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return null;
+    } catch (err) {
+      return `PostgreSQL tests skipped: no server answered at ${safeUrl(PG_ADMIN_URL)} (${(err as Error).message}); to run them, ${HOW_TO_RUN}`;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  })();
+  return probed;
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  /** Drops the database, ending whatever connections still use it. */
+  drop(): Promise<void>;
+  /** Ends every connection to the database from the server's side, as a crash of their process would. */
+  terminateConnections(): Promise<void>;
+  /** Runs SQL on the database through a connection of its own. */
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params?: unknown[]): Promise<R[]>;
+}
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const name = `agentd_t_${randomBytes(6).toString('hex')}`;
+  await admin((c) => c.query(`CREATE DATABASE ${name}`));
+  const u = new URL(PG_ADMIN_URL);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  return {
+    url,
+    name,
+    drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    terminateConnections: () =>
+      admin((c) => c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])).then(() => undefined),
+    query: async <R extends pg.QueryResultRow>(sql: string, params: unknown[] = []) => {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        return (await client.query<R>(sql, params)).rows;
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}

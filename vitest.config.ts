@@ -1,13 +1,28 @@
 import { defineConfig } from 'vitest/config';
 
+/** The suites that touch storage run a second time on a PostgreSQL store (issue 15). */
+const STORAGE_SUITES = ['test/e2e/storage.test.ts', 'test/e2e/bus.test.ts', 'test/e2e/agents.test.ts', 'test/e2e/turns.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // End-to-end files each start real daemons with worker threads: on a
     // 2-core machine, two files at a time keeps them from starving each other.
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    globalSetup: ['test/global-setup.ts'],
+    projects: [
+      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'postgres',
+          include: STORAGE_SUITES,
+          env: { AGENTD_TEST_STORE: 'postgres' },
+          setupFiles: ['test/pg-project-setup.ts'],
+        },
+      },
+    ],
   },
 });

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { AgentdClient, type ConnectOptions, type StreamEvent } from '../../src/client/index.ts';
+import { createTestDatabase, type TestDatabase } from './postgres.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const AGENTD = join(ROOT, 'bin', 'agentd.mjs');
@@ -59,10 +60,29 @@ export function runAgentd(args: string[], env: Record<string, string> = {}, time
   });
 }
 
+/**
+ * The store the tests' daemons use: `sqlite` (the default, in each home) or
+ * `postgres` (AGENTD_TEST_STORE=postgres: the vitest project "postgres" runs
+ * the storage suites so), a database of its own per home.
+ */
+export const TEST_STORE = process.env.AGENTD_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
+/** Per home, so a restart on the same home finds its conversations again. */
+const homeDatabases = new Map<string, TestDatabase>();
+
+/** `--store URL` for a daemon on a PostgreSQL test store; nothing for SQLite or when the test names its own store. */
+async function storeArgs(home: string, args: readonly string[]): Promise<string[]> {
+  if (TEST_STORE !== 'postgres' || args.includes('--store')) return [];
+  let db = homeDatabases.get(home);
+  if (db === undefined) homeDatabases.set(home, (db = await createTestDatabase()));
+  return ['--store', db.url];
+}
+
 export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   const home = opts.home ?? makeHome(opts.config);
   if (opts.home !== undefined && opts.config !== undefined) writeFileSync(join(home, 'agentd.json'), JSON.stringify(opts.config));
   const args = ['--home', home, '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])];
+  args.push(...(await storeArgs(home, args)));
   if (!args.includes('--tcp')) args.push('--tcp', '127.0.0.1:0');
   const proc = spawn(process.execPath, [AGENTD, ...args], {
     env: { ...process.env, AGENTD_HOME: home, ...opts.env },
@@ -119,10 +139,13 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   return d;
 }
 
-/** Stops the daemon and removes its home. */
+/** Stops the daemon and removes its home (and its PostgreSQL test database). */
 export async function cleanup(d: Daemon): Promise<void> {
   await d.stop('SIGKILL').catch(() => {});
   rmSync(d.home, { recursive: true, force: true });
+  const db = homeDatabases.get(d.home);
+  homeDatabases.delete(d.home);
+  await db?.drop();
 }
 
 /** Collects a stream's events. */

@@ -54,8 +54,16 @@ export interface TestDatabase {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params?: unknown[]): Promise<R[]>;
 }
 
+/**
+ * This test run's prefix (test/global-setup.ts sets it for every test process):
+ * a database a crashed or unstopped test left behind is dropped at the end of
+ * its run, and never one of a run beside it.
+ */
+const RUN = process.env.AGENTD_TEST_PG_RUN ?? randomBytes(4).toString('hex');
+const RUN_PREFIX = `agentd_t_${RUN}_`;
+
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const name = `agentd_t_${randomBytes(6).toString('hex')}`;
+  const name = `${RUN_PREFIX}${randomBytes(6).toString('hex')}`;
   await admin((c) => c.query(`CREATE DATABASE ${name}`));
   const u = new URL(PG_ADMIN_URL);
   u.pathname = `/${name}`;
@@ -76,4 +84,14 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+/** Drops every database this run created and did not drop (the end of the run). */
+export async function dropRunDatabases(): Promise<number> {
+  if ((await pgUnavailable()) !== null) return 0;
+  return admin(async (c) => {
+    const { rows } = await c.query<{ datname: string }>("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [RUN_PREFIX]);
+    for (const { datname } of rows) await c.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+    return rows.length;
+  });
 }

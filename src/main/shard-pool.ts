@@ -23,7 +23,7 @@
 import { Worker } from 'node:worker_threads';
 import { workerScript } from './worker-script.ts';
 import { AgentdError, Code } from '../shared/errors.ts';
-import { frameOf, FLAG_LAST } from '../shared/codec.ts';
+import { frameOf, FLAG_LAST, utf8Text } from '../shared/codec.ts';
 import { forEachSection, readEventList } from '../shared/byte-layouts.ts';
 import { shardOf } from '../shared/hash.ts';
 import { StopReason, zeroUsage, type EndEvent } from '../shared/protocol.ts';
@@ -372,7 +372,8 @@ export class ShardPool {
     const stalled: StalledTurn[] = [];
     for (const t of lost.values()) {
       if (lostVerdict(t, runningSeq, cause).recordStalled) {
-        const { agent, sender, content, guest, turnId } = t.req;
+        const { agent, sender, contentBytes, guest, turnId } = t.req;
+        const content = contentBytes ? utf8Text(contentBytes) : t.req.content;
         stalled.push({ agent, sender, content, guest, turnId, error: why });
       }
       this.#turnGone(t, outputs);

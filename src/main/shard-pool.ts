@@ -107,6 +107,15 @@ const PURGE_TIMEOUT_MS = 30_000;
 
 const key = (conn: number, req: number): string => `${conn}:${req}`;
 
+/**
+ * A shard's young generation (V8's default grows to 48 MiB per thread). A
+ * long streamed answer churns millions of short strings, and the default let
+ * each shard's young space grow to its maximum and stay there: measured on a
+ * 16 MiB echo stream, peak resident growth fell from 12.4x the request to
+ * about 9-10x with 12 MiB.
+ */
+const SHARD_YOUNG_GENERATION_MB = 12;
+
 export class ShardPool {
   readonly count: number;
   readonly #opts: ShardPoolOptions;
@@ -265,7 +274,11 @@ export class ShardPool {
     const heartbeat = new SharedArrayBuffer(Heartbeat.CELLS * Int32Array.BYTES_PER_ELEMENT);
     shard.cells = new Int32Array(heartbeat);
     const init: ShardInit = { ...outputs.init(shard.index), heartbeat, heartbeatMs: this.#watchdog.intervalMs, stalled };
-    const worker = new Worker(workerScript('shard'), { workerData: init, transferList: [init.harnessPort, init.mcpPort] });
+    const worker = new Worker(workerScript('shard'), {
+      workerData: init,
+      transferList: [init.harnessPort, init.mcpPort],
+      resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
+    });
     shard.worker = worker;
     // What waited for a replacement goes now; the shard takes it once its start-up work is done.
     if (shard.outbound.length > 0) this.#enqueue(shard, ...shard.outbound.splice(0));

@@ -19,7 +19,10 @@
  * turns/s and p99 turn latency (acknowledged `send` and `stream` turns), the
  * daemon's resident memory, its main thread's V8 heap (from
  * bench/soak-probe.mjs), open file descriptors (/proc/PID/fd), WAL bytes, and
- * queued turns (when get_stats reports `queued_turns`).
+ * queued turns (when get_stats reports `queued_turns`); then, as diagnostics
+ * that are not judged, the searcher's p50 `search_sessions` latency (its cost
+ * grows with the data it ranks), the daemon's CPU over the interval (100% =
+ * one core) and the machine's load average.
  *
  * It fails (exit 1) when, comparing the median of the last third of the
  * intervals with the first third (the first interval, the warm-up, left out):
@@ -37,11 +40,12 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { setTimeout as pause } from 'node:timers/promises';
 import { AgentdClient } from '../src/client/index.ts';
 import { startAgentd, type Proc } from './lib/processes.ts';
+import { processCpuSeconds } from './lib/load.ts';
 import { fileBytes, judge, openFds, probedHeap, residentBytes, TurnMeter, type Bound, type Sample, type TrendVerdict } from './lib/soak-metrics.ts';
 import * as drive from './lib/soak-drivers.ts';
 
@@ -120,10 +124,16 @@ async function startLoad(load: drive.Load): Promise<{ loops: Promise<void>[]; cl
   return { loops, clients };
 }
 
+/** The daemon's CPU seconds (all threads) at the last sample. */
+let cpuAtLastSample = 0;
+
 async function sample(agentd: Proc, client: AgentdClient, load: drive.Load, startedAt: number, intervalS: number, probe: string): Promise<Sample> {
   const pid = agentd.proc.pid!;
   const home = dirname(dirname(agentd.unix));
   const { turns, p99Ms } = load.meter.take();
+  const cpu = processCpuSeconds(pid);
+  const cpuPercent = (100 * (cpu - cpuAtLastSample)) / intervalS;
+  cpuAtLastSample = cpu;
   const stats = await client.stats().catch(() => ({}) as Record<string, unknown>);
   return {
     at_s: Math.round((Date.now() - startedAt) / 1000),
@@ -134,6 +144,9 @@ async function sample(agentd: Proc, client: AgentdClient, load: drive.Load, star
     open_fds: openFds(pid),
     wal_bytes: fileBytes(join(home, 'agentd.db-wal')),
     queued_turns: queuedTurns(stats),
+    search_p50_ms: load.searches.take().p50Ms,
+    cpu_percent: Number.isFinite(cpuPercent) ? cpuPercent : null,
+    load_avg: loadavg()[0]!,
   };
 }
 
@@ -151,6 +164,9 @@ function line(s: Sample): string {
     `fds ${s.open_fds ?? '-'}`,
     `wal ${mib(s.wal_bytes)}`,
     ...(s.queued_turns === null ? [] : [`queued ${s.queued_turns}`]),
+    `search p50 ${s.search_p50_ms === null ? '-' : `${s.search_p50_ms.toFixed(1)} ms`}`,
+    `cpu ${s.cpu_percent === null ? '-' : `${s.cpu_percent.toFixed(0)}%`}`,
+    `load ${s.load_avg.toFixed(1)}`,
   ];
   return cells.join('  ');
 }
@@ -182,8 +198,9 @@ async function main(): Promise<void> {
   const probeModule = resolve(import.meta.dirname, 'soak-probe.mjs');
   const agentd = await startAgentd(workers, AGENTS, { memory_conversations: 256 }, undefined, ['--import', probeModule]);
   console.log(`soak: ${totalSeconds} s, ${workers} workers, one line every ${intervalS} s (pid ${agentd.proc.pid})`);
+  cpuAtLastSample = processCpuSeconds(agentd.proc.pid!);
 
-  const load: drive.Load = { socketPath: agentd.unix, running: true, meter: new TurnMeter(), acked: new Map(), errors: new Map(), done: new Map() };
+  const load: drive.Load = { socketPath: agentd.unix, running: true, meter: new TurnMeter(), searches: new TurnMeter(), acked: new Map(), errors: new Map(), done: new Map() };
   const watcher = await AgentdClient.connect({ path: agentd.unix });
   const { loops, clients } = await startLoad(load);
   const startedAt = Date.now();

@@ -18,6 +18,8 @@ export interface Load {
   socketPath: string;
   running: boolean;
   meter: TurnMeter;
+  /** The searcher's `search_sessions` latencies. */
+  searches: TurnMeter;
   /** Acknowledged turns: "agent\u0000sender" -> contents whose `send` got its response. */
   acked: Map<string, string[]>;
   /** Failures of requests that should have succeeded, by driver. */
@@ -119,7 +121,9 @@ export function compactor(load: Load, client: AgentdClient): Promise<void> {
 export function searcher(load: Load, client: AgentdClient): Promise<void> {
   const queries = ['soak', 'steady load', 'streamed', 'compact', 'nothing-matches-this'];
   return loop(load, 'search', async (i) => {
+    const t0 = process.hrtime.bigint();
     await client.request('search_sessions', { query: queries[i % queries.length]!, limit: 5 });
+    load.searches.record(process.hrtime.bigint() - t0);
     await pause(100);
   });
 }

@@ -19,9 +19,10 @@ export class TurnMeter {
     this.#latency.record(Number(ns) || 1);
   }
 
-  /** Turns and p99 latency (ms) since the last call; starts a new interval. */
-  take(): { turns: number; p99Ms: number | null } {
-    const out = { turns: this.#turns, p99Ms: this.#turns > 0 ? this.#latency.percentile(99) / 1e6 : null };
+  /** Turns and p50 / p99 latency (ms) since the last call; starts a new interval. */
+  take(): { turns: number; p50Ms: number | null; p99Ms: number | null } {
+    const some = this.#turns > 0;
+    const out = { turns: this.#turns, p50Ms: some ? this.#latency.percentile(50) / 1e6 : null, p99Ms: some ? this.#latency.percentile(99) / 1e6 : null };
     this.#turns = 0;
     this.#latency = createHistogram();
     return out;
@@ -41,6 +42,12 @@ export interface Sample {
   wal_bytes: number;
   /** From get_stats when the daemon reports it; null otherwise. */
   queued_turns: number | null;
+  /** Diagnostics, not judged: the searcher's p50 `search_sessions` latency (its cost grows with the data it ranks), */
+  search_p50_ms: number | null;
+  /** the daemon's CPU (all threads) as a share of one core over the interval, */
+  cpu_percent: number | null;
+  /** and the machine's one-minute load average (other work on a shared machine moves every figure). */
+  load_avg: number;
 }
 
 export function openFds(pid: number): number | null {

@@ -8,6 +8,7 @@ import { decodeBody, FLAG_LAST, FrameDecoder, frameOf, PONG, type FrameSink } fr
 import { Code } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
 import { assertPortableMsgpack } from '../shared/portable-msgpack.ts';
+import { decodeRequest } from './request-body.ts';
 
 /** Where a connection's requests go, and what it tells when it closes. */
 export interface ConnectionHost {
@@ -119,7 +120,7 @@ export class Connection implements FrameSink {
     try {
       if (body.length === 0) throw new Error('empty body');
       assertPortableMsgpack(body, this.#limits.maxElements);
-      value = decodeBody(body);
+      value = decodeRequest(body);
     } catch (err) {
       return this.reply(id, { error: { code: Code.BadRequest, message: `body is not valid MessagePack: ${(err as Error).message}` } });
     }

@@ -23,7 +23,7 @@
 import { Worker } from 'node:worker_threads';
 import { workerScript } from './worker-script.ts';
 import { AgentdError, Code } from '../shared/errors.ts';
-import { frameOf, FLAG_LAST } from '../shared/codec.ts';
+import { frameOf, FLAG_LAST, utf8Text } from '../shared/codec.ts';
 import { forEachSection, readEventList } from '../shared/byte-layouts.ts';
 import { shardOf } from '../shared/hash.ts';
 import { StopReason, zeroUsage, type EndEvent } from '../shared/protocol.ts';
@@ -106,6 +106,15 @@ const QUERY_TIMEOUT_MS = 5_000;
 const PURGE_TIMEOUT_MS = 30_000;
 
 const key = (conn: number, req: number): string => `${conn}:${req}`;
+
+/**
+ * A shard's young generation (V8's default grows to 48 MiB per thread). A
+ * long streamed answer churns millions of short strings, and the default let
+ * each shard's young space grow to its maximum and stay there: measured on a
+ * 16 MiB echo stream, peak resident growth fell from 12.4x the request to
+ * about 9-10x with 12 MiB.
+ */
+const SHARD_YOUNG_GENERATION_MB = 12;
 
 export class ShardPool {
   readonly count: number;
@@ -265,7 +274,11 @@ export class ShardPool {
     const heartbeat = new SharedArrayBuffer(Heartbeat.CELLS * Int32Array.BYTES_PER_ELEMENT);
     shard.cells = new Int32Array(heartbeat);
     const init: ShardInit = { ...outputs.init(shard.index), heartbeat, heartbeatMs: this.#watchdog.intervalMs, stalled };
-    const worker = new Worker(workerScript('shard'), { workerData: init, transferList: [init.harnessPort, init.mcpPort] });
+    const worker = new Worker(workerScript('shard'), {
+      workerData: init,
+      transferList: [init.harnessPort, init.mcpPort],
+      resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
+    });
     shard.worker = worker;
     // What waited for a replacement goes now; the shard takes it once its start-up work is done.
     if (shard.outbound.length > 0) this.#enqueue(shard, ...shard.outbound.splice(0));
@@ -372,7 +385,8 @@ export class ShardPool {
     const stalled: StalledTurn[] = [];
     for (const t of lost.values()) {
       if (lostVerdict(t, runningSeq, cause).recordStalled) {
-        const { agent, sender, content, guest, turnId } = t.req;
+        const { agent, sender, contentBytes, guest, turnId } = t.req;
+        const content = contentBytes ? utf8Text(contentBytes) : t.req.content;
         stalled.push({ agent, sender, content, guest, turnId, error: why });
       }
       this.#turnGone(t, outputs);

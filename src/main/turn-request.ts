@@ -1,6 +1,7 @@
 /** The one builder of the turn message main sends a shard, for client turns and bus-fired ones alike. */
 import type { OnBusy, ToolChoice } from '../shared/protocol.ts';
 import { BUS_CONN, type TurnRequest } from '../shared/threads.ts';
+import type { ContentBytes } from './request-body.ts';
 
 /** What a turn must say; everything else takes the default of a plain stored turn. */
 export interface TurnFields {
@@ -9,7 +10,8 @@ export interface TurnFields {
   mode: TurnRequest['mode'];
   agent: string;
   sender: string;
-  content: string;
+  /** The text, or (a big client turn) its undecoded bytes. */
+  content: string | ContentBytes;
   guest?: string | null;
   ephemeral?: boolean;
   correlationId?: number | null;
@@ -21,14 +23,14 @@ export interface TurnFields {
 }
 
 export function turnRequest(f: TurnFields): TurnRequest {
-  return {
+  const msg: TurnRequest = {
     type: 'turn',
     conn: f.conn,
     req: f.req,
     mode: f.mode,
     agent: f.agent,
     sender: f.sender,
-    content: f.content,
+    content: typeof f.content === 'string' ? f.content : '',
     guest: f.guest ?? null,
     ephemeral: f.ephemeral ?? false,
     correlationId: f.correlationId ?? null,
@@ -39,6 +41,8 @@ export function turnRequest(f: TurnFields): TurnRequest {
     turnId: f.turnId ?? null,
     chain: f.chain ?? 0,
   };
+  if (typeof f.content !== 'string') msg.contentBytes = f.content.bytes;
+  return msg;
 }
 
 /** The turn a fired subscription runs: for the pair (target agent, `event:<source>`), answering no one. */

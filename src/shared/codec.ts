@@ -25,6 +25,21 @@ export function decodeBody(body: Uint8Array): unknown {
   return unpackr.unpack(body);
 }
 
+/** UTF-8 bytes as text; invalid sequences read as U+FFFD, as in a whole-body decode. */
+export function utf8Text(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+}
+
+/**
+ * Moves a big turn's content from the bytes main left undecoded into its
+ * text (the shard does this once, when the turn arrives).
+ */
+export function decodeTurnContent(msg: { content: string; contentBytes?: Uint8Array | null }): void {
+  if (msg.contentBytes === undefined || msg.contentBytes === null) return;
+  msg.content = utf8Text(msg.contentBytes);
+  msg.contentBytes = null;
+}
+
 /** A whole frame (header + body) in one exact-size buffer. */
 export function encodeFrame(id: number, flags: number, body: Uint8Array): Buffer {
   const frame = Buffer.allocUnsafe(HEADER_BYTES + body.byteLength);
@@ -50,16 +65,22 @@ export interface FrameSink {
 
 /**
  * Length-prefixed frame reader. A frame inside one chunk is handed out as a
- * subarray; only a frame spanning chunks is copied, once, when complete. The
- * announced length is checked before any of the body is buffered.
+ * subarray; a frame spanning chunks is copied, as its chunks arrive, into one
+ * buffer of exactly its size, which it alone uses: a big body costs its own
+ * size once, not its chunks plus their concatenation. A frame of
+ * SHARED_FRAME_BYTES or more is assembled in a SharedArrayBuffer, so a
+ * thread can read its bytes where they are (see sharedBytes). The announced
+ * length is checked before any of the body is buffered.
  */
 export class FrameDecoder {
   readonly #sink: FrameSink;
   #maxBody: number;
-  #pending: Buffer[] = [];
-  #pendingBytes = 0;
-  /** Bytes needed to finish the pending frame, or 0 while its header is incomplete. */
-  #need = 0;
+  /** The frame being assembled across chunks, or null. */
+  #partial: Buffer | null = null;
+  /** Bytes of `#partial` filled so far. */
+  #filled = 0;
+  /** The start of a header cut by a chunk's end (fewer than HEADER_BYTES bytes), or null. */
+  #head: Buffer | null = null;
   #stopped = false;
 
   constructor(sink: FrameSink, maxBodyBytes: number = DEFAULT_MAX_BODY_BYTES) {
@@ -83,51 +104,43 @@ export class FrameDecoder {
   /** Stops decoding; later chunks are ignored. */
   stop(): void {
     this.#stopped = true;
-    this.#pending = [];
-    this.#pendingBytes = 0;
+    this.#partial = null;
+    this.#head = null;
   }
 
   push(chunk: Buffer): void {
     if (this.#stopped || chunk.length === 0) return;
-    if (this.#pendingBytes === 0) {
-      this.#parse(chunk);
+    if (this.#head !== null) {
+      // Rare (a header cut by a chunk's end): join the few header bytes with the chunk.
+      const joined = Buffer.concat([this.#head, chunk]);
+      this.#head = null;
+      this.#parse(joined, 0);
       return;
     }
-    this.#pending.push(chunk);
-    this.#pendingBytes += chunk.length;
-    if (this.#need === 0) {
-      if (this.#pendingBytes < HEADER_BYTES) return;
-      const joined = this.#take();
-      const length = joined.readUInt32BE(0);
-      if (length > this.#maxBody) {
-        this.#oversize(joined.readUInt32BE(FRAME_ID_OFFSET), length);
-        return;
-      }
-      if (joined.length >= HEADER_BYTES + length) {
-        this.#parse(joined);
-        return;
-      }
-      this.#keep(joined);
-      this.#need = HEADER_BYTES + length;
-      return;
+    let off = 0;
+    if (this.#partial !== null) {
+      off = this.#fill(chunk);
+      if (this.#partial !== null) return;
     }
-    if (this.#pendingBytes >= this.#need) this.#parse(this.#take());
+    this.#parse(chunk, off);
   }
 
-  #take(): Buffer {
-    const joined = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending, this.#pendingBytes);
-    this.#pending = [];
-    this.#pendingBytes = 0;
-    this.#need = 0;
-    return joined;
+  /** Copies what `chunk` holds of the partial frame; emits it once complete. Returns the bytes used. */
+  #fill(chunk: Buffer): number {
+    const frame = this.#partial!;
+    const used = Math.min(chunk.length, frame.length - this.#filled);
+    chunk.copy(frame, this.#filled, 0, used);
+    this.#filled += used;
+    if (this.#filled === frame.length) {
+      this.#partial = null;
+      this.#emit(frame, 0, frame.length);
+    }
+    return used;
   }
 
-  #keep(rest: Buffer): void {
-    // Copy the tail so a retained view does not pin the whole socket chunk.
-    const copy = Buffer.allocUnsafe(rest.length);
-    rest.copy(copy);
-    this.#pending = [copy];
-    this.#pendingBytes = copy.length;
+  #emit(buf: Buffer, start: number, end: number): void {
+    const id = buf.readUInt32BE(start + FRAME_ID_OFFSET);
+    this.#sink.onFrame(id, buf[start + FRAME_FLAGS_OFFSET]!, buf.subarray(start + HEADER_BYTES, end));
   }
 
   #oversize(id: number, length: number): void {
@@ -135,26 +148,42 @@ export class FrameDecoder {
     this.#sink.onOversize(id, length);
   }
 
-  #parse(buf: Buffer): void {
-    let off = 0;
-    while (buf.length - off >= HEADER_BYTES) {
-      const length = buf.readUInt32BE(off);
-      const id = buf.readUInt32BE(off + FRAME_ID_OFFSET);
-      if (length > this.#maxBody) {
-        this.#oversize(id, length);
+  #parse(buf: Buffer, off: number): void {
+    while (off < buf.length && !this.#stopped) {
+      if (buf.length - off < HEADER_BYTES) {
+        this.#head = Buffer.from(buf.subarray(off)); // a copy: a view would pin the whole chunk
         return;
       }
+      const length = buf.readUInt32BE(off);
+      if (length > this.#maxBody) return this.#oversize(buf.readUInt32BE(off + FRAME_ID_OFFSET), length);
       const end = off + HEADER_BYTES + length;
       if (end > buf.length) {
-        this.#keep(buf.subarray(off));
-        this.#need = HEADER_BYTES + length;
+        this.#partial = frameBuffer(HEADER_BYTES + length);
+        this.#filled = 0;
+        this.#fill(buf.subarray(off));
         return;
       }
-      const flags = buf[off + FRAME_FLAGS_OFFSET]!;
-      this.#sink.onFrame(id, flags, buf.subarray(off + HEADER_BYTES, end));
-      if (this.#stopped) return;
+      this.#emit(buf, off, end);
       off = end;
     }
-    if (off < buf.length) this.#keep(buf.subarray(off));
   }
+}
+
+/** Frames from this size on are assembled in shared memory. */
+export const SHARED_FRAME_BYTES = 64 * 1024;
+
+function frameBuffer(bytes: number): Buffer {
+  return bytes >= SHARED_FRAME_BYTES ? Buffer.from(new SharedArrayBuffer(bytes)) : Buffer.allocUnsafe(bytes);
+}
+
+/**
+ * `bytes` in shared memory that another thread can read without a copy: the
+ * same view when they already are (a big frame the decoder assembled), else
+ * a copy into a SharedArrayBuffer of their own.
+ */
+export function sharedBytes(bytes: Uint8Array): Uint8Array {
+  if (bytes.buffer instanceof SharedArrayBuffer) return bytes;
+  const copy = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
+  copy.set(bytes);
+  return copy;
 }

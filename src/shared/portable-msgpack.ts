@@ -158,3 +158,11 @@ export function assertPortableMsgpack(buf: Uint8Array, maxElements = Number.POSI
   value(c, 0);
   if (c.at !== buf.length) throw new Error(`${buf.length - c.at} trailing bytes`);
 }
+
+/** Where the value starting at byte `at` of an already checked body ends (for readers that skip values). */
+export function valueEnd(buf: Uint8Array, at: number): number {
+  const c = new Cursor(buf, new DataView(buf.buffer, buf.byteOffset, buf.byteLength), Number.POSITIVE_INFINITY);
+  c.at = at;
+  value(c, 0);
+  return c.at;
+}

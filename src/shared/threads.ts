@@ -66,7 +66,14 @@ export interface TurnRequest {
   mode: 'stream' | 'send' | 'event';
   agent: string;
   sender: string;
+  /** The user message; '' while `contentBytes` holds it. */
   content: string;
+  /**
+   * A big content as the client's UTF-8 bytes, which main never decoded, in
+   * shared memory: the shard decodes them into `content` (decodeTurnContent)
+   * without a copy crossing threads. Absent or null otherwise.
+   */
+  contentBytes?: Uint8Array | null;
   guest: string | null;
   ephemeral: boolean;
   correlationId: number | null;

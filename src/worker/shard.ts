@@ -7,6 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { FromShard, ShardInit, ToShard } from '../shared/threads.ts';
 import { createLogger } from '../shared/log.ts';
+import { decodeTurnContent } from '../shared/codec.ts';
 import { Outbox } from './outbox.ts';
 import { openConversationStorage } from './store-backends.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
@@ -40,6 +41,7 @@ if (store !== null) await recordStalledTurns(store, init.stalled, log);
 
 port.on('message', (batch: ToShard[]) => {
   for (const msg of batch) {
+    if (msg.type === 'turn') decodeTurnContent(msg); // a big content arrives as bytes main left undecoded
     if (init.crashToken !== null && msg.type === 'turn' && msg.content === init.crashToken) {
       // Test-only fault injection (AGENTD_TEST_CRASH_TOKEN): die like a real bug would.
       throw new Error(`shard ${init.index}: crash injected by AGENTD_TEST_CRASH_TOKEN`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Packr } from 'msgpackr';
-import { encodeBody, encodeFrame, FLAG_LAST, FrameDecoder, HEADER_BYTES, decodeBody } from '../../src/shared/codec.ts';
+import { encodeBody, encodeFrame, FLAG_LAST, FrameDecoder, HEADER_BYTES, decodeBody, SHARED_FRAME_BYTES } from '../../src/shared/codec.ts';
 import { assertPortableMsgpack } from '../../src/shared/portable-msgpack.ts';
 
 type Event = ['frame', number, number, string] | ['oversize', number, number];
@@ -88,6 +88,18 @@ describe('FrameDecoder', () => {
     d.setMaxBody(1024);
     d.push(f(9, Buffer.alloc(16 * 1024 * 1024)).subarray(0, HEADER_BYTES));
     expect(events).toEqual([['oversize', 9, 16 * 1024 * 1024]]);
+  });
+
+  it('assembles a big frame spanning chunks in one shared buffer of exactly its size', () => {
+    const body = encodeBody({ stream: { agent: 'a', content: 'y'.repeat(SHARED_FRAME_BYTES * 3) } });
+    const next = encodeBody({ ping: {} });
+    const input = Buffer.concat([f(5, body), f(6, next)]);
+    const got: Uint8Array[] = [];
+    const d = new FrameDecoder({ onFrame: (_id, _flags, b) => got.push(b), onOversize: () => {} }, body.length);
+    for (let at = 0; at < input.length; at += 65_536) d.push(input.subarray(at, at + 65_536));
+    expect(got.map(hex)).toEqual([hex(body), hex(next)]);
+    expect(got[0]!.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(got[0]!.buffer.byteLength).toBe(HEADER_BYTES + body.length);
   });
 
   it('ignores input after stop()', () => {

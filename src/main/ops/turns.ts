@@ -3,6 +3,7 @@ import { AgentdError, Code } from '../../shared/errors.ts';
 import { MAX_TURN_ID_BYTES, OnBusy } from '../../shared/protocol.ts';
 import type { Args } from '../../shared/args.ts';
 import { turnRequest } from '../turn-request.ts';
+import { ContentBytes } from '../request-body.ts';
 import { op, ROUTED, type ArgReader, type Handler, type OpTable } from './op-table.ts';
 
 /** The client's idempotency key for a turn: absent or empty means none; at most 64 bytes. */
@@ -12,6 +13,11 @@ function turnId(read: ArgReader, args: Args): string | null {
     throw new AgentdError(Code.BadRequest, `${read.op}.turn_id must be at most ${MAX_TURN_ID_BYTES} bytes`);
   }
   return id;
+}
+
+/** The turn's text, or its bytes when main left a big one undecoded (request-body.ts). */
+function content(read: ArgReader, args: Args): string | ContentBytes {
+  return args.content instanceof ContentBytes ? args.content : read.str(args, 'content');
 }
 
 const runTurn =
@@ -25,7 +31,7 @@ const runTurn =
       mode,
       agent: read.knownAgent(ctx, args),
       sender: read.sender(ctx, args),
-      content: read.str(args, 'content'),
+      content: content(read, args),
       // Guests, ephemeral turns and correlation ids only make sense on a stream.
       guest: streaming ? read.optStr(args, 'guest') : null,
       ephemeral: streaming ? (read.optBool(args, 'ephemeral') ?? false) : false,

@@ -51,7 +51,35 @@ export class StoragePool {
     this.#checkpoints.unref();
   }
 
+  /**
+   * Indexes committed messages for search off the turns' commits
+   * (worker/search-index.ts): every `intervalMs`, `batch` messages per task,
+   * again at once while a batch comes back full, so start-up catches up.
+   * One task at a time. A search indexes what is left before it reads.
+   */
+  startIndexing(intervalMs: number, batch: number, onError: (err: unknown) => void): void {
+    const tick = (): void => {
+      if (this.#indexing || this.#closed) return;
+      this.#indexing = true;
+      this.run<number>({ op: 'index_messages', limit: batch }).then(
+        (n) => {
+          this.#indexing = false;
+          if (n === batch) tick();
+        },
+        (err: unknown) => {
+          this.#indexing = false;
+          onError(err);
+        },
+      );
+    };
+    this.#indexer = setInterval(tick, intervalMs);
+    this.#indexer.unref();
+    tick();
+  }
+
   async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#indexer !== null) clearInterval(this.#indexer);
     if (this.#checkpoints !== null) clearInterval(this.#checkpoints);
     // The shards are gone by now: fold the WAL back into the database file.
     await this.run({ op: 'checkpoint', mode: 'TRUNCATE' }).catch(() => {});
@@ -60,4 +88,7 @@ export class StoragePool {
 
   #checkpoints: NodeJS.Timeout | null = null;
   #checkpointing = false;
+  #indexer: NodeJS.Timeout | null = null;
+  #indexing = false;
+  #closed = false;
 }

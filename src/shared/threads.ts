@@ -225,6 +225,8 @@ export type StorageTask =
   /** Copies the WAL into the database without blocking writers (TRUNCATE: and empties it, at shutdown). */
   | { op: 'checkpoint'; mode: 'PASSIVE' | 'TRUNCATE' }
   | { op: 'bounded_checkpoint'; walMaxBytes: number }
+  /** Indexes up to `limit` committed messages for search; answers how many it read (search-index.ts). */
+  | { op: 'index_messages'; limit: number }
   | ({ op: 'search_sessions' } & SearchOptions);
 
 /** A session search, its bounds already applied (PROTOCOL §4). */

@@ -9,12 +9,14 @@ import type { StorageTask } from '../shared/threads.ts';
 import { STORAGE_POOL_TOKEN, WriteLock } from '../shared/write-lock.ts';
 import { storageStatements } from '../shared/daemon-sql.ts';
 import { SessionSearch } from './search.ts';
+import { SearchIndex } from './search-index.ts';
 
 const init = workerData as { dbPath: string; writeLock: SharedArrayBuffer };
 const db = openDatabase(init.dbPath);
 const statements = storageStatements(db);
-const search = new SessionSearch(db);
 const lock = new WriteLock(init.writeLock, STORAGE_POOL_TOKEN);
+const index = new SearchIndex(db, (fn) => lock.with(fn));
+const search = new SessionSearch(db, index);
 const deleteMany = db.transaction((ids: readonly number[]) => {
   let n = 0;
   for (const id of ids) n += statements.deleteSubscription.run(id).changes;
@@ -33,6 +35,8 @@ export default function handle(task: StorageTask): unknown {
   switch (task.op) {
     case 'list_conversations':
       return { conversation_list: { conversations: statements.listConversations.all(task.agent, task.agent, task.sender, task.sender) } };
+    case 'index_messages':
+      return index.catchUp(task.limit);
     case 'search_sessions':
       return { session_hits: { hits: search.search(task) } };
     case 'subscription_insert':

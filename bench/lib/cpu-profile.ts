@@ -26,6 +26,13 @@ interface CpuProfile {
 /** Waiting, not working: V8's idle marker, and piscina's Atomics.wait between tasks. */
 const IDLE = new Set(['(idle)', 'atomicsWaitLoop']);
 
+/**
+ * Blocked in Atomics.wait for the shards' write lock (shared/write-lock.ts):
+ * a thread waiting, not using CPU, though the profiler sees it busy. Its own
+ * stage, which the suite keeps out of the CPU shares.
+ */
+export const LOCK_WAIT = 'waiting for the write lock (wall time, not CPU)';
+
 /** What a thread is, from the code it ran. */
 export type ThreadKind = 'main' | 'shard' | 'storage' | 'other';
 
@@ -41,6 +48,7 @@ const MAIN_RULES: StageRule[] = [
   { stage: 'main: write to the socket', file: /shared\/codec\.js$/, fn: /^(encodeBody|encodeFrame|frameOf)$/ },
   { stage: 'main: hop to the shard (post)', file: /main\/shard-pool\.js$/, fn: /^(requestFor|requestTurn|sendFor|#?enqueue|#?flushAll|#?queueFull|#?shardOf)$/ },
   { stage: 'main: hop back (receive, fan out)', file: /main\/(shard-pool|observers|event-bus|turn-ledger)\.js$|shared\/byte-layouts\.js$/ },
+  { stage: 'main: storage pool tasks (index ticks, checkpoints)', file: /main\/storage-pool\.js$/ },
   { stage: 'main: read, decode, route', file: /main\/|shared\// },
 ];
 
@@ -71,6 +79,8 @@ const projectFile = (url: string): string | null => {
 };
 
 function stageOf(kind: ThreadKind, stack: ProfileNode[]): string {
+  const leaf = stack[0]!.callFrame;
+  if (leaf.functionName === 'acquire' && leaf.url.endsWith('shared/write-lock.js')) return LOCK_WAIT;
   if (kind === 'storage' || kind === 'other') return `${kind} threads`;
   const rules = kind === 'main' ? MAIN_RULES : SHARD_RULES;
   for (const n of stack) {

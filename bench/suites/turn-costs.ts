@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { frameClient } from '../lib/clients.ts';
 import { turnBody, type BenchContext } from '../lib/context.ts';
-import { stageTimes } from '../lib/cpu-profile.ts';
+import { LOCK_WAIT, stageTimes } from '../lib/cpu-profile.ts';
 import { median, processCpuSeconds, spread, throughputDetail } from '../lib/load.ts';
 import { startAgentd } from '../lib/processes.ts';
 import { Report } from '../lib/report.ts';
@@ -37,6 +37,8 @@ interface Sample {
   stages: Map<string, number>;
   /** µs per turn the profiles saw the daemon's threads busy (wall time, all threads). */
   busyUs: number;
+  /** µs per turn threads spent blocked on the shards' write lock (wall time, all threads). */
+  lockWaitUs: number;
   turnsPerSecond: number;
   /** The daemon's CPU µs per turn in the window, all threads (profiler included). */
   procCpuUs: number;
@@ -53,10 +55,12 @@ async function measure(ctx: BenchContext, root: string | undefined, conns: numbe
     for (const c of cs) c.close();
     await d.stop(); // the profiles are written as the threads exit
     const stages = stageTimes(profiles, r.window.fromUs, r.window.toUs);
+    const waited = stages.get(LOCK_WAIT) ?? 0;
+    stages.delete(LOCK_WAIT);
     const busy = [...stages.values()].reduce((a, b) => a + b, 0);
     const procCpuUs = (r.window.probe * 1e6) / r.window.count;
     for (const [k, v] of stages) stages.set(k, busy === 0 ? 0 : (v / busy) * procCpuUs);
-    return { stages, busyUs: busy / r.window.count, turnsPerSecond: r.rate, procCpuUs };
+    return { stages, busyUs: busy / r.window.count, lockWaitUs: waited / r.window.count, turnsPerSecond: r.rate, procCpuUs };
   } finally {
     await d.stop();
     rmSync(profiles, { recursive: true, force: true });
@@ -75,6 +79,7 @@ function addRows(ctx: BenchContext, scenario: string, after: Sample[], before: S
   for (const stage of stageNames) row(stage, 'us/turn', (s) => s.stages.get(stage) ?? 0);
   row('all threads: CPU (/proc)', 'us/turn', (s) => s.procCpuUs);
   row('all threads: busy wall time (profiles, unscaled)', 'us/turn', (s) => s.busyUs);
+  row(LOCK_WAIT, 'us/turn', (s) => s.lockWaitUs);
   row('turns/s (profiler on)', 'turns/s', (s) => s.turnsPerSecond);
 }
 

@@ -5,10 +5,12 @@
  * profiles of main and of every worker thread are split into stages
  * (bench/lib/cpu-profile.ts) and divided by the turns completed in the
  * measured window. A profile's sample intervals are wall time, which on a
- * crowded machine includes time a thread waited for a core; so the stages are
- * scaled to the daemon's own CPU time over the same window (/proc, all
- * threads): each stage row is its share of the profiles times CPU per turn.
- * The unscaled total stays in the table as "busy wall time".
+ * crowded machine includes time a thread waited for a core, and the profiler
+ * itself costs CPU on every thread (most of all when turns are few); so each
+ * scenario also runs on a second fresh daemon without the profiler, and each
+ * stage row is its share of the profiles times that daemon's CPU per turn
+ * (/proc, all threads, same window). The unscaled profile total stays in the
+ * table as "busy wall time".
  *
  * With `--baseline DIR` (a built checkout of another commit) the same
  * scenarios run on its daemon in the same rounds, alternating, so every row
@@ -39,30 +41,41 @@ interface Sample {
   busyUs: number;
   /** µs per turn threads spent blocked on the shards' write lock (wall time, all threads). */
   lockWaitUs: number;
+  /** Profiler off. */
   turnsPerSecond: number;
-  /** The daemon's CPU µs per turn in the window, all threads (profiler included). */
+  /** The daemon's CPU µs per turn in the window, all threads, profiler off. */
   procCpuUs: number;
+  /** The same with the profiler on. */
+  profiledCpuUs: number;
 }
 
-/** One scenario on one fresh daemon: stage µs per turn, the rate, and /proc CPU per turn. */
-async function measure(ctx: BenchContext, root: string | undefined, conns: number, inflight: number): Promise<Sample> {
-  const profiles = mkdtempSync(join(tmpdir(), 'agentd-prof-'));
-  const args = ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-interval=${SAMPLE_US}`];
-  const d = await startAgentd(ctx.workers, { assistant: { model: 'echo' } }, {}, undefined, args, root);
+/** Turns/s and the daemon's CPU µs per turn over the measured window, on a fresh daemon started with `nodeArgs`. */
+async function drive(ctx: BenchContext, root: string | undefined, conns: number, inflight: number, nodeArgs: string[]) {
+  const d = await startAgentd(ctx.workers, { assistant: { model: 'echo' } }, {}, undefined, nodeArgs, root);
   try {
     const cs = await Promise.all(Array.from({ length: conns }, (_, i) => frameClient(d.unix, turnBody(`tc${i}`))));
     const r = await throughputDetail(cs, inflight, ctx.sizes.rateMs, ctx.sizes.warmupMs, () => processCpuSeconds(d.proc.pid!));
     for (const c of cs) c.close();
-    await d.stop(); // the profiles are written as the threads exit
-    const stages = stageTimes(profiles, r.window.fromUs, r.window.toUs);
+    return { window: r.window, rate: r.rate, cpuUs: (r.window.probe * 1e6) / r.window.count };
+  } finally {
+    await d.stop(); // a profiled daemon writes its profiles as its threads exit
+  }
+}
+
+/** One scenario: stage shares from a profiled daemon, scaled to the CPU per turn of an unprofiled one. */
+async function measure(ctx: BenchContext, root: string | undefined, conns: number, inflight: number): Promise<Sample> {
+  const profiles = mkdtempSync(join(tmpdir(), 'agentd-prof-'));
+  try {
+    const profiled = await drive(ctx, root, conns, inflight, ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-interval=${SAMPLE_US}`]);
+    const plain = await drive(ctx, root, conns, inflight, []);
+    const stages = stageTimes(profiles, profiled.window.fromUs, profiled.window.toUs);
     const waited = stages.get(LOCK_WAIT) ?? 0;
     stages.delete(LOCK_WAIT);
     const busy = [...stages.values()].reduce((a, b) => a + b, 0);
-    const procCpuUs = (r.window.probe * 1e6) / r.window.count;
-    for (const [k, v] of stages) stages.set(k, busy === 0 ? 0 : (v / busy) * procCpuUs);
-    return { stages, busyUs: busy / r.window.count, lockWaitUs: waited / r.window.count, turnsPerSecond: r.rate, procCpuUs };
+    for (const [k, v] of stages) stages.set(k, busy === 0 ? 0 : (v / busy) * plain.cpuUs);
+    const n = profiled.window.count;
+    return { stages, busyUs: busy / n, lockWaitUs: waited / n, turnsPerSecond: plain.rate, procCpuUs: plain.cpuUs, profiledCpuUs: profiled.cpuUs };
   } finally {
-    await d.stop();
     rmSync(profiles, { recursive: true, force: true });
   }
 }
@@ -77,10 +90,11 @@ function addRows(ctx: BenchContext, scenario: string, after: Sample[], before: S
     lines.push(`| ${scenario} | ${name} | ${median(mine).toFixed(1)} | ${theirs === null ? '' : theirs.toFixed(1)} |`);
   };
   for (const stage of stageNames) row(stage, 'us/turn', (s) => s.stages.get(stage) ?? 0);
-  row('all threads: CPU (/proc)', 'us/turn', (s) => s.procCpuUs);
+  row('all threads: CPU (/proc, profiler off)', 'us/turn', (s) => s.procCpuUs);
+  row('all threads: CPU (/proc, profiler on)', 'us/turn', (s) => s.profiledCpuUs);
   row('all threads: busy wall time (profiles, unscaled)', 'us/turn', (s) => s.busyUs);
   row(LOCK_WAIT, 'us/turn', (s) => s.lockWaitUs);
-  row('turns/s (profiler on)', 'turns/s', (s) => s.turnsPerSecond);
+  row('turns/s (profiler off)', 'turns/s', (s) => s.turnsPerSecond);
 }
 
 export async function run(ctx: BenchContext): Promise<void> {

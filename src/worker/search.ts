@@ -67,10 +67,16 @@ export class SessionSearch {
   /** `index` indexes what was committed since its last batch before each search (search-index.ts). */
   constructor(db: Db, index: SearchIndex = new SearchIndex(db)) {
     this.#index = index;
+    // Ranks rowids alone, then reads the conversation and index of the best few from messages: reading
+    // the FTS table's unindexed columns for every match before the sort cost about a quarter of this query.
     this.#messageHits = db.prepare<[string, number], { conversation_id: number; idx: number; score: number }>(`
-      SELECT conversation_id, idx, -bm25(messages_fts, ${MESSAGE_WEIGHTS}) AS score
-      FROM messages_fts WHERE messages_fts MATCH ?
-      ORDER BY score DESC LIMIT ?`);
+      SELECT m.conversation_id, m.idx, best.score
+      FROM (
+        SELECT rowid, -bm25(messages_fts, ${MESSAGE_WEIGHTS}) AS score
+        FROM messages_fts WHERE messages_fts MATCH ?
+        ORDER BY score DESC LIMIT ?
+      ) best JOIN messages m ON m.id = best.rowid
+      ORDER BY best.score DESC`);
     this.#filteredMessageHits = db.prepare<[string, string | null, string | null, string | null, string | null, number], { conversation_id: number; idx: number; score: number }>(`
       SELECT conversation_id, idx, -bm25(messages_fts, ${MESSAGE_WEIGHTS}) AS score
       FROM messages_fts

@@ -68,7 +68,8 @@ export class StoragePool {
         },
         (err: unknown) => {
           this.#indexing = false;
-          onError(err);
+          // Closing destroys the pool under a running batch: nothing is lost, start-up indexes it.
+          if (!this.#closed) onError(err);
         },
       );
     };

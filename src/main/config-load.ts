@@ -18,6 +18,7 @@ import {
   type ResolvedConfig,
   type TcpAddress,
 } from '../shared/config.ts';
+import { parseStoreUrl } from '../shared/store-location.ts';
 import { checkHarnessModulesAtStart } from './harness-modules.ts';
 
 export interface StartFlags {
@@ -29,6 +30,8 @@ export interface StartFlags {
   logLevel?: string;
   /** `--tcp-insecure`: TCP without a token (loopback addresses only). */
   tcpInsecure?: boolean;
+  /** `--store URL`: overrides the file's `store`. */
+  store?: string;
 }
 
 export { ConfigError, DEFAULT_AGENT_NAME };
@@ -86,6 +89,9 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     logLevel: flags.logLevel ?? env.AGENTD_LOG_LEVEL ?? file.log_level ?? DEFAULTS.logLevel,
     providers: file.providers ?? {},
     persist: file.persist ?? DEFAULTS.persist,
+    store: flags.store !== undefined
+      ? parseStoreUrl(flags.store, home, '--store', 'value')
+      : parseStoreUrl(file.store ?? 'sqlite', home, configFile ?? 'config', 'store'),
     memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
     memoryBytes: file.memory_bytes ?? DEFAULTS.memoryBytes,
     storageThreads: file.storage_threads ?? DEFAULTS.storageThreads,

@@ -32,7 +32,8 @@ import { EventBus, type SubscriptionInfo } from './event-bus.ts';
 import { limitsOf } from './limits.ts';
 import { ObserverHub } from './observers.ts';
 import { StoragePool } from './storage-pool.ts';
-import { readStartupState } from './startup-state.ts';
+import { readStartupState, type StartupState } from './startup-state.ts';
+import { describeStore, type StoreLocation } from '../shared/store-location.ts';
 import { busTurn } from './turn-request.ts';
 import { chainCutEvent } from './chain-budget.ts';
 import { McpHub } from './mcp-hub.ts';
@@ -187,12 +188,10 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log) };
   const limitLog = new LimitLog(log);
   const limiter = new ConnectionLimiter(config.maxConnections, limitLog);
-  const dbPath = config.persist ? join(config.home, 'agentd.db') : null;
-  if (dbPath !== null) tightenDatabaseFiles(dbPath, log);
-  const startup = readStartupState(dbPath, config, log);
-  const agents = new AgentRegistry(startup.agents, DEFAULT_AGENT_NAME);
+  const store = config.persist ? config.store : null;
   const writeLock = createWriteLockBuffer();
-  const storage = dbPath === null ? null : startStorage(config, dbPath, writeLock, log);
+  const { storage, startup } = await openStorage(config, store, writeLock, log);
+  const agents = new AgentRegistry(startup.agents, DEFAULT_AGENT_NAME);
   const lifecycle: Lifecycle = { closing: false };
   const connections = new Map<number, Connection>();
 
@@ -232,7 +231,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const outputs: ShardOutputs = {
     init: (index) => ({
       index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
-      crashToken, dbPath, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock, harnessPort: harness.portForShard(),
+      crashToken, store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock, harnessPort: harness.portForShard(),
       mcpPort: mcp.portForShard(),
     }),
     deliver: (conn, frames) => connections.get(conn)?.write(frames),
@@ -246,11 +245,27 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   return { config, log, lifecycle, connections, pool, storage, observers, mcp, dispatch, connectionLimits, limiter };
 }
 
-function startStorage(config: ResolvedConfig, dbPath: string, writeLock: SharedArrayBuffer, log: Logger): StoragePool {
-  const storage = new StoragePool(config.storageThreads, dbPath, writeLock, (err) => log.error({ err }, 'a storage thread failed'));
-  storage.startCheckpoints(CHECKPOINT_INTERVAL_MS, config.walMaxBytes, (err) => log.warn({ err }, 'checkpoint failed'));
+/**
+ * Starts the storage threads and has one prepare the store (schema, agents
+ * seeded once) and read the start-up state, before any shard starts. A store
+ * that cannot be used (a newer schema, an unreachable server) fails the start
+ * and is left as it was.
+ */
+async function openStorage(config: ResolvedConfig, store: StoreLocation | null, writeLock: SharedArrayBuffer, log: Logger): Promise<{ storage: StoragePool | null; startup: StartupState }> {
+  if (store === null) return { storage: null, startup: await readStartupState(null, config, log) };
+  if (store.kind === 'sqlite') tightenDatabaseFiles(store.path, log);
+  const storage = new StoragePool(config.storageThreads, { store, writeLock, logLevel: config.logLevel }, (err) => log.error({ err }, 'a storage thread failed'));
+  let startup: StartupState;
+  try {
+    startup = await readStartupState(storage, config, log);
+  } catch (err) {
+    await storage.destroy();
+    throw err;
+  }
+  log.info({ store: describeStore(store) }, 'store ready');
+  storage.startMaintenance(CHECKPOINT_INTERVAL_MS, config.walMaxBytes, (err) => log.warn({ err }, 'store upkeep (checkpoint) failed'));
   storage.startIndexing(INDEX_INTERVAL_MS, INDEX_BATCH, (err) => log.warn({ err }, 'search indexing failed'));
-  return storage;
+  return { storage, startup };
 }
 
 export function startDaemon(config: ResolvedConfig): Promise<Daemon> {

@@ -1,52 +1,37 @@
 /**
- * What main reads from the database at start-up, the one time it touches the
- * database synchronously: the agents (seeded from the config file on the
- * first start only, then managed over the protocol) and the bus's
- * subscriptions.
+ * What main reads from the store at start-up: the agents (seeded from the
+ * config file on the first start only, then managed over the protocol) and
+ * the bus's subscriptions. A storage thread does the reading (the `prepare`
+ * task, which also brings the schema up to date or refuses a newer one);
+ * main validates what it gets, before any shard starts.
  */
 import { defaultAgents, validateAgentConfig, type AgentConfig, type ResolvedConfig } from '../shared/config.ts';
-import { prepareDatabaseFile, type Db } from '../shared/db.ts';
-import { startupStatements } from '../shared/daemon-sql.ts';
+import type { StoredStartupState } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
 import type { SubscriptionInfo } from './event-bus.ts';
+import type { StoragePool } from './storage-pool.ts';
 
 export interface StartupState {
   agents: Record<string, AgentConfig>;
   subscriptions: SubscriptionInfo[];
 }
 
-/** Brings the database's schema up to date and reads the start-up state; with persistence off, the config's agents. */
-export function readStartupState(dbPath: string | null, config: ResolvedConfig, log: Logger): StartupState {
-  let state: StartupState = { agents: config.agents, subscriptions: [] };
-  if (dbPath === null) return state;
-  prepareDatabaseFile(dbPath, (db) => {
-    const sql = startupStatements(db);
-    const subscriptions = sql.subscriptions.all().map((r) => ({ ...r, once: r.once === 1 }));
-    state = { agents: loadAgents(db, config, log), subscriptions };
-  });
-  return state;
+/** Prepares the store and reads the start-up state; with persistence off (no pool), the config's agents. */
+export async function readStartupState(storage: StoragePool | null, config: ResolvedConfig, log: Logger): Promise<StartupState> {
+  if (storage === null) return { agents: config.agents, subscriptions: [] };
+  const stored = await storage.run<StoredStartupState>({ op: 'prepare', seedAgents: config.agents });
+  return { agents: loadAgents(stored, config, log), subscriptions: stored.subscriptions };
 }
 
 /**
- * The agents of a database. A stored agent that no longer validates (its
- * provider left the file, say) is not loaded, and says so in the log; the
- * daemon still starts.
+ * The stored agents. One that no longer validates (its provider left the
+ * file, say) is not loaded, and says so in the log; the daemon still starts.
  */
-function loadAgents(db: Db, config: ResolvedConfig, log: Logger): Record<string, AgentConfig> {
-  const sql = startupStatements(db);
-  const seededBefore = sql.agentsSeeded.get() !== undefined;
-  if (!seededBefore) {
-    const at = new Date().toISOString();
-    db.transaction(() => {
-      for (const [name, agent] of Object.entries(config.agents)) sql.seedAgent.run(name, JSON.stringify(agent), at, at);
-      sql.markAgentsSeeded.run(at);
-    })();
-  }
+function loadAgents(stored: StoredStartupState, config: ResolvedConfig, log: Logger): Record<string, AgentConfig> {
   const providers = Object.keys(config.providers);
   const out: Record<string, AgentConfig> = {};
-  const rows = sql.agents.all();
-  if (seededBefore) reportUnseededAgents(config, new Set(rows.map((r) => r.name)), log);
-  for (const row of rows) {
+  if (!stored.seededNow) reportUnseededAgents(config, new Set(stored.agents.map((r) => r.name)), log);
+  for (const row of stored.agents) {
     const raw = JSON.parse(row.config) as Record<string, unknown>;
     const own = typeof raw.provider === 'string' ? [raw.provider] : [];
     try {

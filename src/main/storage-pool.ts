@@ -1,28 +1,28 @@
 /**
- * Database work that main asks for (conversation lists, session search, and
- * the subscription table's writes) runs on a small piscina pool, so main
- * never blocks on the database. This is a plain task pool, the job piscina is
- * built for: any idle thread takes the next task, each with its own
- * connection; writes take the shards' write lock like any other writer.
+ * Database work that main asks for (start-up state, conversation lists,
+ * session search, agent and subscription writes) runs on a small piscina
+ * pool, so main never blocks on the database. This is a plain task pool, the
+ * job piscina is built for: any idle thread takes the next task, each with
+ * its own DaemonStorage (SQLite: a connection whose writes take the shards'
+ * write lock; PostgreSQL: a client of the server).
  */
 import { Piscina } from 'piscina';
 import { workerScript } from './worker-script.ts';
-import type { StorageTask } from '../shared/threads.ts';
+import type { StorageInit, StorageTask } from '../shared/threads.ts';
+import type { StoreLocation } from '../shared/store-location.ts';
 
 export class StoragePool {
   readonly #pool: Piscina;
-  readonly dbPath: string;
-  readonly writeLock: SharedArrayBuffer;
+  readonly store: StoreLocation;
 
-  constructor(threads: number, dbPath: string, writeLock: SharedArrayBuffer, onError: (err: unknown) => void) {
-    this.dbPath = dbPath;
-    this.writeLock = writeLock;
+  constructor(threads: number, init: StorageInit, onError: (err: unknown) => void) {
+    this.store = init.store;
     this.#pool = new Piscina({
       filename: workerScript('storage-tasks'),
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: Infinity,
-      workerData: { dbPath, writeLock },
+      workerData: init,
     });
     // A thread that fails outside a task is an 'error' event; unheard, it would crash the daemon.
     // piscina replaces the thread; the tasks it had fail with their own errors.
@@ -34,21 +34,22 @@ export class StoragePool {
   }
 
   /**
-   * Checkpoints the WAL every `intervalMs` in the background (connections
-   * never do it on commit), keeping it under `walMaxBytes` (see
-   * boundedCheckpoint). One at a time: a tick that finds one running skips.
+   * Runs the store's upkeep every `intervalMs` in the background (SQLite:
+   * connections never checkpoint on commit; this keeps the WAL under
+   * `walMaxBytes`, see boundedCheckpoint). One at a time: a tick that finds
+   * one running skips.
    */
-  startCheckpoints(intervalMs: number, walMaxBytes: number, onError: (err: unknown) => void): void {
-    this.#checkpoints = setInterval(() => {
-      if (this.#checkpointing) return;
-      this.#checkpointing = true;
-      this.run({ op: 'bounded_checkpoint', walMaxBytes })
+  startMaintenance(intervalMs: number, walMaxBytes: number, onError: (err: unknown) => void): void {
+    this.#maintenance = setInterval(() => {
+      if (this.#maintaining) return;
+      this.#maintaining = true;
+      this.run({ op: 'maintain', walMaxBytes })
         .catch(onError)
         .finally(() => {
-          this.#checkpointing = false;
+          this.#maintaining = false;
         });
     }, intervalMs);
-    this.#checkpoints.unref();
+    this.#maintenance.unref();
   }
 
   /**
@@ -78,17 +79,28 @@ export class StoragePool {
     tick();
   }
 
-  async close(): Promise<void> {
+  #stopTimers(): void {
     this.#closed = true;
     if (this.#indexer !== null) clearInterval(this.#indexer);
-    if (this.#checkpoints !== null) clearInterval(this.#checkpoints);
-    // The shards are gone by now: fold the WAL back into the database file.
-    await this.run({ op: 'checkpoint', mode: 'TRUNCATE' }).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    this.#stopTimers();
+    if (this.#maintenance !== null) clearInterval(this.#maintenance);
+    // The shards are gone by now: the store folds up (SQLite: the WAL goes back into the database file).
+    await this.run({ op: 'close' }).catch(() => {});
     await this.#pool.destroy();
   }
 
-  #checkpoints: NodeJS.Timeout | null = null;
-  #checkpointing = false;
+  /** Stops the threads without touching the store (a start that failed: the store may be one to leave alone). */
+  async destroy(): Promise<void> {
+    this.#stopTimers();
+    if (this.#maintenance !== null) clearInterval(this.#maintenance);
+    await this.#pool.destroy();
+  }
+
+  #maintenance: NodeJS.Timeout | null = null;
+  #maintaining = false;
   #indexer: NodeJS.Timeout | null = null;
   #indexing = false;
   #closed = false;

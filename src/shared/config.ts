@@ -6,6 +6,7 @@
 import { isPlainMap } from './args.ts';
 import { AgentdError, Code } from './errors.ts';
 import { HARNESS_NAME_RULE, isHarnessModuleName } from './harness-module.ts';
+import type { StoreLocation } from './store-location.ts';
 
 export interface EchoOptions {
   /** Awaited, cancellable wait before each chunk, in milliseconds (at most ECHO_MAX.delay_ms). */
@@ -134,6 +135,8 @@ export interface ResolvedConfig {
   providers: Record<string, ProviderConfig>;
   /** false only for benchmarks: nothing is stored, nothing survives a restart. */
   persist: boolean;
+  /** Where conversations, agents and subscriptions are stored (when `persist`): SQLite in $AGENTD_HOME by default. */
+  store: StoreLocation;
   /** Idle conversations kept in memory across all shards before the least recently used are evicted. */
   memoryConversations: number;
   /** Approximate bytes of conversation history kept in memory across all shards before the least recently used idle ones are evicted. */
@@ -229,6 +232,8 @@ export interface FileSettings {
   log_level?: string;
   providers?: Record<string, ProviderConfig>;
   persist?: boolean;
+  /** `sqlite`, `sqlite:PATH` or a `postgres://` URL (see store-location.ts). */
+  store?: string;
   memory_conversations?: number;
   memory_bytes?: number;
   storage_threads?: number;
@@ -244,7 +249,7 @@ export interface FileSettings {
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'memory_conversations', 'memory_bytes', 'storage_threads', 'agents',
+  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'store', 'memory_conversations', 'memory_bytes', 'storage_threads', 'agents',
   'max_agents', 'max_subscriptions', 'max_observers',
   'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes',
 ];
@@ -438,6 +443,8 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
     if (typeof raw.persist !== 'boolean') throw new ConfigError(source, 'persist', `must be true or false, got ${JSON.stringify(raw.persist)}`);
     out.persist = raw.persist;
   }
+  // Parsed against $AGENTD_HOME once that is known (resolveConfig).
+  if (raw.store !== undefined) out.store = string(raw.store, source, 'store', false);
   if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
   if (raw.memory_bytes !== undefined) out.memory_bytes = positiveInt(raw.memory_bytes, source, 'memory_bytes');
   if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');

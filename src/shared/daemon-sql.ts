@@ -1,8 +1,9 @@
 /**
  * The SQL of the daemon's own tables (agents, meta, subscriptions) and of the
- * conversation-wide reads and deletes main asks for. Main runs the start-up
- * reads here once, synchronously; the storage threads run the rest. The
- * shards' per-conversation SQL lives with them (worker/store.ts).
+ * conversation-wide reads and deletes main asks for, as SQLite runs them: the
+ * storage threads run it all (worker/daemon-store.ts), the start-up reads
+ * once, in the `prepare` task. The shards' per-conversation SQL lives with
+ * them (worker/store.ts).
  */
 import type { Db } from './db.ts';
 import type { ConversationSummary } from './wire/ops.ts';
@@ -19,7 +20,7 @@ export interface SubscriptionRow {
   once: number;
 }
 
-/** Statements main runs at start-up, before any other thread opens the database. */
+/** Statements the `prepare` task runs at start-up, before any other connection is open. */
 export function startupStatements(db: Db) {
   return {
     subscriptions: db.prepare<[], SubscriptionRow>('SELECT id, source, target_agent, once FROM subscriptions ORDER BY id'),

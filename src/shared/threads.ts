@@ -7,18 +7,19 @@ import type { MessagePort } from 'node:worker_threads';
 import type { AgentConfig, Capability, ProviderConfig } from './config.ts';
 import type { OnBusy, ToolChoice } from './protocol.ts';
 import type { ActiveConversation } from './wire/ops.ts';
+import type { StoreLocation } from './store-location.ts';
 
 /** What a shard receives when it starts (workerData). */
 export interface ShardInit {
   index: number;
   shards: number;
-  /** The database file, or null when persistence is off (benchmarks only). */
-  dbPath: string | null;
+  /** Where conversations are stored (store-backends.ts opens it), or null when persistence is off (benchmarks only). */
+  store: StoreLocation | null;
   /** Idle conversations this shard keeps in memory before evicting the least recently used. */
   memoryConversations: number;
   /** This shard's share of `memory_bytes`: idle conversations are evicted while their histories hold more. */
   memoryBytes: number;
-  /** The shards' shared write lock (see WriteLock). */
+  /** The shards' shared write lock (see WriteLock; used by SQLite only). */
   writeLock: SharedArrayBuffer;
   /** comlink port to main's harness host (capabilities). */
   harnessPort: MessagePort;
@@ -213,8 +214,34 @@ export interface ShardReady {
 
 export type FromShard = FrameBatch | ShardReady;
 
-/** Database work main hands to the storage pool. */
+export interface SubscriptionRecord {
+  id: number;
+  source: string;
+  target_agent: string;
+  once: boolean;
+}
+
+/** What main reads once at start-up (the `prepare` task), after the schema is brought up to date. */
+export interface StoredStartupState {
+  /** Every stored agent's raw config (validated by main); seeded from the config file on the very first start. */
+  agents: { name: string; config: string }[];
+  /** True when this start seeded the agents (the store had never been seeded). */
+  seededNow: boolean;
+  subscriptions: SubscriptionRecord[];
+}
+
+/** What a storage-pool thread starts with (workerData). */
+export interface StorageInit {
+  store: StoreLocation;
+  /** The shards' write lock, which the storage threads' SQLite writes take too. */
+  writeLock: SharedArrayBuffer;
+  logLevel: string;
+}
+
+/** Database work main hands to the storage pool; each op is one DaemonStorage call. */
 export type StorageTask =
+  /** Start-up, before any shard: the schema brought up to date, agents seeded once, the start-up state read. */
+  | { op: 'prepare'; seedAgents: Record<string, AgentConfig> }
   | { op: 'list_conversations'; agent: string | null; sender: string | null }
   | { op: 'subscription_insert'; source: string; targetAgent: string; once: boolean }
   | { op: 'subscription_delete'; ids: number[] }
@@ -222,11 +249,12 @@ export type StorageTask =
   | { op: 'agent_upsert'; name: string; config: string }
   /** Deletes an agent, its conversations (and their search entries) and its subscriptions. */
   | { op: 'agent_delete'; name: string }
-  /** Copies the WAL into the database without blocking writers (TRUNCATE: and empties it, at shutdown). */
-  | { op: 'checkpoint'; mode: 'PASSIVE' | 'TRUNCATE' }
-  | { op: 'bounded_checkpoint'; walMaxBytes: number }
-  /** Indexes up to `limit` committed messages for search; answers how many it read (search-index.ts). */
+  /** Periodic upkeep (SQLite: the bounded WAL checkpoint). */
+  | { op: 'maintain'; walMaxBytes: number }
+  /** Indexes up to `limit` committed messages for search; answers how many it read (SQLite: search-index.ts). */
   | { op: 'index_messages'; limit: number }
+  /** At shutdown, once no shard is left: the thread's store closes (SQLite: folds and empties the WAL first). */
+  | { op: 'close' }
   | ({ op: 'search_sessions' } & SearchOptions);
 
 /** A session search, its bounds already applied (PROTOCOL §4). */

@@ -1,14 +1,16 @@
 /**
- * A shard's conversations in memory, in least-recently-used order: loaded
- * from storage when touched, evicted (when idle) beyond the memory budget,
- * which is both a count of conversations and an approximate byte total.
+ * A shard's conversations in memory, in least-recently-used order: put here
+ * when created or loaded from storage (the scheduler loads them, in order,
+ * through its PairGate), evicted (when idle) beyond the memory budget, which
+ * is both a count of conversations and an approximate byte total.
  */
 import type { ActiveConversation, ActiveQuery } from '../shared/threads.ts';
 import { Conversation, pairKey, type ByteMeter } from './conversation.ts';
-import type { ConversationStore } from './store.ts';
+import type { StoredConversation } from './storage-contract.ts';
 
 export class ConversationTable {
-  readonly #store: ConversationStore | null;
+  /** Whether conversations are stored: only then can an evicted one come back. */
+  readonly #persistent: boolean;
   readonly #memoryBudget: number;
   readonly #bytesBudget: number;
   /** In least-recently-used order: a touched conversation moves to the end. */
@@ -16,9 +18,9 @@ export class ConversationTable {
   /** The approximate bytes of every conversation in the table (each adds its growth). */
   readonly #meter: ByteMeter = { total: 0 };
 
-  /** `store` null: persistence is off, and nothing is ever evicted (it could not come back). */
-  constructor(store: ConversationStore | null, memoryBudget: number, bytesBudget = Infinity) {
-    this.#store = store;
+  /** `persistent` false: nothing is ever evicted (it could not come back). */
+  constructor(persistent: boolean, memoryBudget: number, bytesBudget = Infinity) {
+    this.#persistent = persistent;
     this.#memoryBudget = memoryBudget;
     this.#bytesBudget = bytesBudget;
   }
@@ -32,30 +34,27 @@ export class ConversationTable {
     return this.#meter.total;
   }
 
-  /** The pair's conversation if it is in memory, without touching its place. */
-  peek(agent: string, sender: string): Conversation | undefined {
-    return this.#conversations.get(pairKey(agent, sender));
-  }
-
-  /** The pair's conversation: in memory, else from storage, else null. Marks it recently used. */
-  find(agent: string, sender: string): Conversation | null {
+  /** The pair's conversation if it is in memory, marked recently used. */
+  find(agent: string, sender: string): Conversation | undefined {
     const key = pairKey(agent, sender);
     const conv = this.#conversations.get(key);
     if (conv !== undefined) {
       this.#conversations.delete(key);
       this.#conversations.set(key, conv);
-      return conv;
     }
-    const stored = this.#store?.load(agent, sender) ?? null;
-    if (stored === null) return null;
-    const loaded = this.#insert(new Conversation(agent, sender, stored));
-    this.evict(loaded); // a long history just loaded may push others out
-    return loaded;
+    return conv;
   }
 
-  /** As `find`, but a pair with no conversation gets a new one. */
-  findOrCreate(agent: string, sender: string): Conversation {
-    return this.find(agent, sender) ?? this.#insert(new Conversation(agent, sender));
+  /** A new conversation for a pair that has none. */
+  create(agent: string, sender: string): Conversation {
+    return this.#insert(new Conversation(agent, sender));
+  }
+
+  /** A conversation just loaded from storage; a long history may push others out. */
+  insertLoaded(agent: string, sender: string, stored: StoredConversation): Conversation {
+    const loaded = this.#insert(new Conversation(agent, sender, stored));
+    this.evict(loaded);
+    return loaded;
   }
 
   #insert(conv: Conversation): Conversation {
@@ -90,7 +89,7 @@ export class ConversationTable {
    * they come back from storage. `keep` (one just loaded) stays.
    */
   evict(keep: Conversation | null = null): void {
-    if (this.#store === null) return;
+    if (!this.#persistent) return;
     for (const [key, conv] of this.#conversations) {
       if (!this.#overBudget()) break;
       if (conv.busy || conv === keep) continue; // a running or queued conversation is never evicted

@@ -7,7 +7,7 @@ import type { CompactRequest, TurnRequest } from '../shared/threads.ts';
 import { Fifo } from './fifo.ts';
 import type { Message } from './models/types.ts';
 import type { Cancellation } from './cancellation.ts';
-import type { StoredConversation } from './store.ts';
+import type { StoredConversation } from './storage-contract.ts';
 import type { TurnReply } from './turn-reply.ts';
 
 export const TITLE_CHARS = 80;

@@ -13,7 +13,7 @@ import type { CompactJob, Conversation, Job, Turn } from './conversation.ts';
 import type { Models } from './models/index.ts';
 import type { Message } from './models/types.ts';
 import type { FrameOut } from './outbox.ts';
-import type { ConversationStore, TurnOutcome } from './store.ts';
+import type { ConversationStorage, TurnOutcome } from './storage-contract.ts';
 import { NO_TOOLS } from './tools.ts';
 import { summarize } from './compaction.ts';
 import { TurnWriter } from './turn-writer.ts';
@@ -50,7 +50,7 @@ export interface JobRunnerOptions {
   outbox: FrameOut;
   log: Logger;
   /** null: persistence is off (benchmarks); nothing is written. */
-  store: ConversationStore | null;
+  store: ConversationStorage | null;
   models: Models;
   harness: Harness;
   agents: Record<string, AgentConfig>;
@@ -138,9 +138,10 @@ export class JobRunner {
     // Stored before anything runs: if this turn freezes the shard, main knows which one it was.
     markRunning(req.seq);
     this.#o.outbox.turnStarted(req.seq);
-    const stored = this.#storedOutcome(turn);
-    if (stored !== null) return replayTurn(this.#o.outbox, req, stored);
     const answering = req.guest ?? req.agent;
+    // Only a turn named by a turn_id, on a stored conversation, asks the store first.
+    const lookup = this.#storedOutcome(turn);
+    if (lookup !== null && (await this.#replayed(turn, lookup, answering))) return;
     reply.start(answering);
     try {
       const config = this.agents[answering];
@@ -157,9 +158,22 @@ export class JobRunner {
   }
 
   /** The outcome of a turn with the same turn_id already stored for this pair, if any (checked when the turn comes up, so a retry queued behind its original sees it). */
-  #storedOutcome({ req, conv }: Turn): TurnOutcome | null {
+  #storedOutcome({ req, conv }: Turn): Promise<TurnOutcome | null> | null {
     if (req.turnId === null || conv.transient || conv.dbId === null || this.#o.store === null) return null;
     return this.#o.store.outcome(conv.dbId, req.turnId);
+  }
+
+  /** Replays the stored outcome of a retried turn; true when the turn is answered (replayed, or failed reading the store). */
+  async #replayed({ req, reply }: Turn, lookup: Promise<TurnOutcome | null>, answering: string): Promise<boolean> {
+    try {
+      const stored = await lookup;
+      if (stored === null) return false;
+      replayTurn(this.#o.outbox, req, stored);
+    } catch (err) {
+      reply.start(answering);
+      reply.endEmpty(answering, StopReason.Error, `reading the stored turn failed: ${(err as Error).message}`);
+    }
+    return true;
   }
 
   async #runLoop(turn: Turn, answering: string, config: AgentConfig): Promise<void> {
@@ -225,7 +239,8 @@ export class JobRunner {
       if (model instanceof Error) return errorTo(out, req, Code.Internal, model.message);
       const summary = await summarize(model, config, conv.history, req.prompt, cancel);
       if (conv.deleted) return errorTo(out, req, Code.NotFound, 'the conversation was deleted');
-      if (conv.dbId !== null) this.#o.store?.setSummary(conv.dbId, summary, conv.stored);
+      if (conv.dbId !== null) await this.#o.store?.setSummary(conv.dbId, summary, conv.stored);
+      if (conv.deleted) return errorTo(out, req, Code.NotFound, 'the conversation was deleted');
       conv.compacted(summary);
       replyTo(out, req, { compact: { summary } });
     } catch (err) {

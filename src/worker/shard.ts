@@ -1,14 +1,14 @@
 /**
  * Shard entry point: one worker thread owning the conversations of the pairs
- * that hash to it, with its own database connection. It takes batches of
- * messages from main, and sends back batches of ready-encoded frames.
+ * that hash to it, with its own storage (store-backends.ts: a SQLite
+ * connection or a PostgreSQL client). It takes batches of messages from
+ * main, and sends back batches of ready-encoded frames.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { FromShard, ShardInit, ToShard } from '../shared/threads.ts';
 import { createLogger } from '../shared/log.ts';
-import { openDatabase } from '../shared/db.ts';
 import { Outbox } from './outbox.ts';
-import { ConversationStore } from './store.ts';
+import { openConversationStorage } from './store-backends.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 import { Models } from './models/index.ts';
 import { Harness } from './harness.ts';
@@ -21,7 +21,7 @@ const init = workerData as ShardInit;
 const port = parentPort!;
 const log = createLogger(init.logLevel, { shard: init.index });
 const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
-const store = init.dbPath === null ? null : new ConversationStore(openDatabase(init.dbPath), new WriteLock(init.writeLock, ownerToken(init.index)));
+const store = init.store === null ? null : await openConversationStorage(init.store, new WriteLock(init.writeLock, ownerToken(init.index)), log);
 const scheduler = new TurnScheduler({
   outbox,
   agents: init.agents,
@@ -34,8 +34,9 @@ const scheduler = new TurnScheduler({
 });
 
 startHeartbeat(init.heartbeat, init.heartbeatMs);
-// Before any message is taken: the pair's next turn must see how the stalled one ended.
-if (store !== null) recordStalledTurns(store, init.stalled, log);
+// Before any message is taken (main's messages wait in the port until the
+// listener below is added): the pair's next turn must see how the stalled one ended.
+if (store !== null) await recordStalledTurns(store, init.stalled, log);
 
 port.on('message', (batch: ToShard[]) => {
   for (const msg of batch) {

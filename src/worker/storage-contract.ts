@@ -7,13 +7,17 @@
  * answers synchronously (SQLite) returns settled promises.
  *
  * A shard holds one ConversationStorage; each storage-pool thread holds one
- * DaemonStorage. Both come from a StoreBackend, chosen by the store URL.
+ * DaemonStorage. Both come from store-backends.ts, chosen by the store URL
+ * (SQLite: store.ts and daemon-store.ts; PostgreSQL: pg-store.ts).
  */
 import type { StopReason, Usage } from '../shared/protocol.ts';
-import type { SearchOptions, StalledTurn } from '../shared/threads.ts';
+import type { SearchOptions, StalledTurn, StoredStartupState, SubscriptionRecord } from '../shared/threads.ts';
 import type { AgentConfig } from '../shared/config.ts';
 import type { ConversationSummary, SessionHit } from '../shared/wire/ops.ts';
 import type { Message } from './models/types.ts';
+
+// Main reads the start-up state too (it may not import worker code): defined with the storage tasks.
+export type { StoredStartupState, SubscriptionRecord };
 
 /** What a turn's write needs of a conversation: its row (if any), pair, title and how many messages are stored. */
 export interface ConversationRef {
@@ -54,7 +58,13 @@ export interface StoredConversation {
   recent: Message[];
 }
 
-/** A shard's conversations in the store. Calls for one conversation are made in order and never overlap. */
+/**
+ * A shard's conversations in the store. Writes for one conversation (and its
+ * load) are made in order and never overlap. A read that answers a client
+ * (`allMessages` for its history, `exists` for a kill) may overlap the write
+ * of the turn running for it, and must then see the conversation either
+ * before or after that turn, never half of it.
+ */
 export interface ConversationStorage {
   load(agent: string, sender: string): Promise<StoredConversation | null>;
   exists(agent: string, sender: string): Promise<boolean>;
@@ -76,22 +86,6 @@ export interface ConversationStorage {
   close(): Promise<void>;
 }
 
-export interface SubscriptionRecord {
-  id: number;
-  source: string;
-  target_agent: string;
-  once: boolean;
-}
-
-/** What main reads once at start-up, after the schema is brought up to date. */
-export interface StoredStartupState {
-  /** Every stored agent's raw config (validated by main); seeded from the config file on the very first start. */
-  agents: { name: string; config: string }[];
-  /** True when this start seeded the agents (the store had never been seeded). */
-  seededNow: boolean;
-  subscriptions: SubscriptionRecord[];
-}
-
 /** The daemon-wide work main asks the storage threads for. */
 export interface DaemonStorage {
   /** Brings the schema to the current version (refusing a newer one untouched), seeds agents once, reads the start-up state. */
@@ -105,5 +99,19 @@ export interface DaemonStorage {
   deleteAgent(name: string): Promise<void>;
   /** Periodic upkeep (SQLite: the bounded WAL checkpoint; PostgreSQL: nothing). */
   maintain(walMaxBytes: number): Promise<unknown>;
+  /**
+   * Indexes up to `limit` committed messages for search; resolves to how many it read (fewer: caught up).
+   * For a backend whose turn commits leave the index behind (SQLite: worker/search-index.ts); others leave it out.
+   */
+  indexMessages?(limit: number): Promise<number>;
   close(): Promise<void>;
+}
+
+/** How a backend that answers synchronously (SQLite) answers the contract: a settled promise of the call's value, or of its throw. */
+export function settled<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
 }

@@ -1,5 +1,8 @@
 /**
- * A shard's access to stored conversations, on its own connection. A turn's
+ * A shard's access to stored conversations in SQLite, on its own connection.
+ * ConversationStore is the synchronous engine (benchmarks and tests drive it
+ * directly); SqliteConversationStorage puts it behind the asynchronous
+ * storage contract, with group commit under the shards' write lock. A turn's
  * messages are written in one transaction before its `end` is sent; a
  * conversation comes back from here when it is touched after a restart or
  * after it was evicted from memory.
@@ -12,34 +15,7 @@ import type { StalledTurn } from '../shared/threads.ts';
 import type { Message } from './models/types.ts';
 import { TITLE_CHARS } from './conversation.ts';
 import type { WriteLock } from '../shared/write-lock.ts';
-
-/** What appendTurn needs of a conversation: its row (if any), pair, title and how many messages are stored. */
-export interface ConversationRef {
-  dbId: number | null;
-  agent: string;
-  sender: string;
-  title: string;
-  stored: number;
-}
-
-/** How a turn named by a client's turn_id ended: what a retry of it is answered with. */
-export interface TurnOutcome {
-  turnId: string;
-  /** The answering agent (the guest, on a guest turn). */
-  agent: string;
-  model: string;
-  stopReason: StopReason;
-  error: string;
-  usage: Usage;
-  finalText: string;
-}
-
-/** One finished turn to write: its messages and, when the client named it, its outcome. */
-export interface TurnRecord {
-  conv: ConversationRef;
-  messages: readonly Message[];
-  outcome?: TurnOutcome | null;
-}
+import { settled, type ConversationRef, type ConversationStorage, type StoredConversation, type TurnOutcome, type TurnRecord } from './storage-contract.ts';
 
 interface OutcomeRow {
   agent: string;
@@ -48,17 +24,6 @@ interface OutcomeRow {
   error: string;
   usage: string;
   final_text: string;
-}
-
-export interface StoredConversation {
-  id: number;
-  title: string;
-  createdAt: string;
-  summary: string | null;
-  summaryUpto: number;
-  messageCount: number;
-  /** Messages from `summaryUpto` on: what the model sees after the summary. */
-  recent: Message[];
 }
 
 interface MessageRow {
@@ -274,5 +239,103 @@ export class ConversationStore {
       this.#deleteConversation.run(id); // messages go by ON DELETE CASCADE
     });
     this.#lock.with(() => tx.immediate());
+  }
+}
+
+/** Event-loop turns a batch may wait for a busy write lock before this shard blocks on it. */
+const MAX_MISSES = 8;
+
+interface WaitingBatch {
+  turns: readonly TurnRecord[];
+  resolve(outcomes: (Error | null)[]): void;
+  reject(err: Error): void;
+}
+
+/**
+ * The SQLite side of the storage contract. Every call runs at once and
+ * returns a settled promise, except `writeTurns` while another shard holds
+ * the write lock: then the batch does not wait. It tries again next
+ * event-loop turn, joined by the batches that came meanwhile (one commit for
+ * all). After MAX_MISSES tries it waits for the lock, so no turn waits long.
+ */
+export class SqliteConversationStorage implements ConversationStorage {
+  readonly #store: ConversationStore;
+  readonly #db: Db;
+  #waiting: WaitingBatch[] = [];
+  #retryScheduled = false;
+  #misses = 0;
+  readonly #retry = (): void => {
+    this.#retryScheduled = false;
+    this.#tryWrite();
+  };
+
+  constructor(db: Db, lock: WriteLock) {
+    this.#db = db;
+    this.#store = new ConversationStore(db, lock);
+  }
+
+  load(agent: string, sender: string): Promise<StoredConversation | null> {
+    return settled(() => this.#store.load(agent, sender));
+  }
+
+  exists(agent: string, sender: string): Promise<boolean> {
+    return settled(() => this.#store.exists(agent, sender));
+  }
+
+  allMessages(id: number): Promise<Message[]> {
+    return settled(() => this.#store.allMessages(id));
+  }
+
+  outcome(conversationId: number, turnId: string): Promise<TurnOutcome | null> {
+    return settled(() => this.#store.outcome(conversationId, turnId));
+  }
+
+  setSummary(id: number, summary: string, upto: number): Promise<void> {
+    return settled(() => this.#store.setSummary(id, summary, upto));
+  }
+
+  delete(id: number): Promise<void> {
+    return settled(() => this.#store.delete(id));
+  }
+
+  recordStalled(turn: StalledTurn): Promise<void> {
+    return settled(() => this.#store.recordStalled(turn));
+  }
+
+  close(): Promise<void> {
+    return settled(() => void this.#db.close());
+  }
+
+  writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ turns, resolve, reject });
+      // A batch already waiting for the lock: this one joins it at its next try.
+      if (!this.#retryScheduled) this.#tryWrite();
+    });
+  }
+
+  #tryWrite(): void {
+    const locked = this.#store.tryLock();
+    if (!locked && this.#misses < MAX_MISSES) {
+      this.#misses++;
+      this.#retryScheduled = true;
+      setImmediate(this.#retry);
+      return;
+    }
+    this.#misses = 0;
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    const turns = waiting.length === 1 ? waiting[0]!.turns : waiting.flatMap((w) => w.turns);
+    let outcomes: (Error | null)[];
+    try {
+      outcomes = this.#store.writeTurns(turns, locked);
+    } catch (err) {
+      // The commit itself failed (disk full, I/O error): nothing of the batch is stored.
+      for (const w of waiting) w.reject(err as Error);
+      return;
+    }
+    if (waiting.length === 1) return waiting[0]!.resolve(outcomes);
+    let from = 0;
+    for (const w of waiting) w.resolve(outcomes.slice(from, (from += w.turns.length)));
   }
 }

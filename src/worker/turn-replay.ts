@@ -9,7 +9,7 @@ import { Code } from '../shared/errors.ts';
 import { StopReason, type EndEvent } from '../shared/protocol.ts';
 import type { TurnRequest } from '../shared/threads.ts';
 import type { FrameOut } from './outbox.ts';
-import type { TurnOutcome } from './store.ts';
+import type { TurnOutcome } from './storage-contract.ts';
 
 export function replayTurn(out: FrameOut, req: TurnRequest, o: TurnOutcome): void {
   const end: EndEvent = { agent: o.agent, error: o.error, model: o.model, usage: o.usage, stop_reason: o.stopReason, replayed: true };

@@ -1,20 +1,17 @@
 /**
  * Group commit for finished turns. Turns that finish in the same event-loop
- * turn are written in one transaction (each in its own savepoint, so one bad
+ * turn go to the store as one batch (`writeTurns`: one transaction, one bad
  * turn cannot sink the others), and each turn's `end` waits for that commit.
- * Measured on this machine: a commit per turn cost ~150 µs of the shard's
- * time (WAL commit plus an FTS5 segment flush); eight turns per commit cost
- * ~50 µs each, sixty-four ~33 µs.
+ * Measured with SQLite on this machine: a commit per turn cost ~150 µs of the
+ * shard's time (WAL commit plus an FTS5 segment flush); eight turns per commit
+ * cost ~50 µs each, sixty-four ~33 µs. A database server gains more: one
+ * round trip per batch instead of one per turn.
  *
- * While another shard is writing, this one does not wait: it goes on with
- * its other work and tries again next event-loop turn, with a bigger batch.
- * After a few misses it waits for the lock, so no turn waits long.
+ * What a backend does while another writer is busy (SQLite: retry next
+ * event-loop turn with a bigger batch) lives behind `writeTurns`.
  */
 import type { Message } from './models/types.ts';
-import type { ConversationRef, ConversationStore, TurnOutcome, TurnRecord } from './store.ts';
-
-/** Event-loop turns a batch may wait for a busy lock before this shard blocks on it. */
-const MAX_MISSES = 8;
+import type { ConversationRef, ConversationStorage, TurnOutcome, TurnRecord } from './storage-contract.ts';
 
 interface Pending extends TurnRecord {
   resolve(): void;
@@ -22,14 +19,13 @@ interface Pending extends TurnRecord {
 }
 
 export class TurnWriter {
-  readonly #store: ConversationStore;
+  readonly #storage: ConversationStorage;
   #pending: Pending[] = [];
   #scheduled = false;
-  #misses = 0;
   readonly #flush = (): void => this.flush();
 
-  constructor(store: ConversationStore) {
-    this.#store = store;
+  constructor(storage: ConversationStorage) {
+    this.#storage = storage;
   }
 
   /** Resolves once the turn (and its outcome, if named) is committed and `conv.dbId` is set; rejects if its write failed. */
@@ -46,28 +42,20 @@ export class TurnWriter {
   flush(): void {
     this.#scheduled = false;
     if (this.#pending.length === 0) return;
-    const locked = this.#store.tryLock();
-    if (!locked && this.#misses < MAX_MISSES) {
-      this.#misses++;
-      this.#scheduled = true;
-      setImmediate(this.#flush);
-      return;
-    }
-    this.#misses = 0;
     const batch = this.#pending;
     this.#pending = [];
-    let outcomes: (Error | null)[];
-    try {
-      outcomes = this.#store.writeTurns(batch, locked);
-    } catch (err) {
-      // The commit itself failed (disk full, I/O error): nothing of the batch is stored.
-      for (const p of batch) p.reject(err as Error);
-      return;
-    }
-    batch.forEach((p, i) => {
-      const err = outcomes[i];
-      if (err) p.reject(err);
-      else p.resolve();
-    });
+    this.#storage.writeTurns(batch).then(
+      (outcomes) => {
+        batch.forEach((p, i) => {
+          const err = outcomes[i];
+          if (err) p.reject(err);
+          else p.resolve();
+        });
+      },
+      // The commit itself failed (disk full, I/O error, a lost server): nothing of the batch is stored.
+      (err: unknown) => {
+        for (const p of batch) p.reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
   }
 }

@@ -95,4 +95,29 @@ describe('config validation', () => {
     expect(resolveConfig({ home }, {}).walMaxBytes).toBe(1_048_576);
     expect(() => validateFileSettings({ wal_max_bytes: 0 }, 'agentd.json')).toThrow(/wal_max_bytes/);
   });
+
+  it('store: sqlite in the home by default; sqlite:PATH; a postgres URL; --store overrides the file; anything else is refused', () => {
+    const home = mkdtempSync(join(tmpdir(), 'agentd-cfg-'));
+    expect(resolveConfig({ home }, {}).store).toEqual({ kind: 'sqlite', path: join(home, 'agentd.db') });
+    expect(resolveConfig({ home, store: 'sqlite:other.db' }, {}).store).toEqual({ kind: 'sqlite', path: join(home, 'other.db') });
+    expect(resolveConfig({ home, store: 'sqlite:///tmp/x/a.db' }, {}).store).toEqual({ kind: 'sqlite', path: '/tmp/x/a.db' });
+    writeFileSync(join(home, 'agentd.json'), JSON.stringify({ store: 'postgresql://agentd@db.example:5432/agentd' }));
+    expect(resolveConfig({ home }, {}).store).toEqual({ kind: 'postgres', url: 'postgresql://agentd@db.example:5432/agentd' });
+    expect(resolveConfig({ home, store: 'sqlite' }, {}).store).toEqual({ kind: 'sqlite', path: join(home, 'agentd.db') });
+    expect(() => resolveConfig({ home, store: 'mysql://x/y' }, {})).toThrow(/--store: value must be "sqlite", "sqlite:PATH" or a postgres:\/\/ URL, got "mysql:\/\/x\/y"/);
+    expect(() => validateFileSettings({ store: 7 }, 'agentd.json')).toThrow(/store must be a non-empty string/);
+  });
+
+  it('a bad postgres URL is refused without echoing it (it may hold a password)', () => {
+    const home = mkdtempSync(join(tmpdir(), 'agentd-cfg-'));
+    let message = '';
+    try {
+      resolveConfig({ home, store: 'postgres://agentd:s3cret@' }, {});
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/--store: value is not a valid URL, got a postgres URL/);
+    expect(message).not.toContain('s3cret');
+  });
 });

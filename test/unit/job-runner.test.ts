@@ -3,39 +3,13 @@ import { CancelReason, JobRunner } from '../../src/worker/job-runner.ts';
 import { Conversation, type Job } from '../../src/worker/conversation.ts';
 import { Cancellation } from '../../src/worker/cancellation.ts';
 import { TurnReply } from '../../src/worker/turn-reply.ts';
-import type { FrameOut } from '../../src/worker/outbox.ts';
 import { Models } from '../../src/worker/models/index.ts';
 import { NO_TOOLS } from '../../src/worker/tools.ts';
 import type { Harness } from '../../src/worker/harness.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { turnRequest } from '../../src/main/turn-request.ts';
-
-interface Frame {
-  conn: number;
-  req: number;
-  last: boolean;
-  value: any;
-}
-
-/** An outbox that keeps what it is given, decoded. */
-function fakeOutbox(): FrameOut & { frames: Frame[]; finishedAgents: string[] } {
-  const frames: Frame[] = [];
-  const finishedAgents: string[] = [];
-  return {
-    observing: false,
-    frames,
-    finishedAgents,
-    frame: (conn, req, last, value) => frames.push({ conn, req, last, value }),
-    started: () => {},
-    turnStarted: () => {},
-    turnEnded: () => {},
-    agentEvent: () => {},
-    finished: (r) => finishedAgents.push(r.agent),
-    activeAnswer: () => {},
-    purged: () => {},
-  };
-}
+import { fakeOutbox, type Frame } from '../helpers/outbox.ts';
 
 function setup() {
   const out = fakeOutbox();

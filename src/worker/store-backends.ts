@@ -1,0 +1,44 @@
+/**
+ * The store URL's backend: what a shard and a storage-pool thread open.
+ * SQLite is built in; PostgreSQL lives in ./pg-store (loaded only when a
+ * postgres:// URL asks for it, so SQLite users never load its driver).
+ * The shards' write lock is a SQLite detail: a server orders its own writers.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { openDatabase } from '../shared/db.ts';
+import { ConfigError } from '../shared/config.ts';
+import type { Logger } from '../shared/log.ts';
+import { describeStore, type StoreLocation } from '../shared/store-location.ts';
+import type { WriteLock } from '../shared/write-lock.ts';
+import type { ConversationStorage, DaemonStorage } from './storage-contract.ts';
+import { SqliteConversationStorage } from './store.ts';
+import { SqliteDaemonStorage } from './daemon-store.ts';
+
+/** What ./pg-store exports. */
+export interface PgStoreModule {
+  createPgConversationStorage(url: string, log: Logger): ConversationStorage | Promise<ConversationStorage>;
+  createPgDaemonStorage(url: string, log: Logger): DaemonStorage | Promise<DaemonStorage>;
+}
+
+// From source the module is pg-store.ts (workers register tsx); built, pg-store.js.
+const PG_MODULE = new URL(import.meta.url.endsWith('.ts') ? './pg-store.ts' : './pg-store.js', import.meta.url);
+
+async function loadPgStore(store: StoreLocation): Promise<PgStoreModule> {
+  if (!existsSync(fileURLToPath(PG_MODULE))) {
+    throw new ConfigError('store', describeStore(store), 'needs the PostgreSQL backend, which this agentd does not include; use "sqlite" (the default)');
+  }
+  return (await import(PG_MODULE.href)) as PgStoreModule;
+}
+
+/** A shard's conversations. */
+export async function openConversationStorage(store: StoreLocation, lock: WriteLock, log: Logger): Promise<ConversationStorage> {
+  if (store.kind === 'sqlite') return new SqliteConversationStorage(openDatabase(store.path), lock);
+  return (await loadPgStore(store)).createPgConversationStorage(store.url, log);
+}
+
+/** A storage-pool thread's daemon-wide store. Opens nothing before `prepare` has checked the schema. */
+export async function openDaemonStorage(store: StoreLocation, lock: WriteLock, log: Logger): Promise<DaemonStorage> {
+  if (store.kind === 'sqlite') return new SqliteDaemonStorage(store.path, lock);
+  return (await loadPgStore(store)).createPgDaemonStorage(store.url, log);
+}

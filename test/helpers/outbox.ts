@@ -1,0 +1,28 @@
+/** An outbox for unit tests of the shard's logic: it keeps what it is given, decoded. */
+import type { FrameOut } from '../../src/worker/outbox.ts';
+
+export interface Frame {
+  conn: number;
+  req: number;
+  last: boolean;
+  value: any;
+}
+
+/** An outbox that keeps what it is given, decoded. */
+export function fakeOutbox(): FrameOut & { frames: Frame[]; finishedAgents: string[] } {
+  const frames: Frame[] = [];
+  const finishedAgents: string[] = [];
+  return {
+    observing: false,
+    frames,
+    finishedAgents,
+    frame: (conn, req, last, value) => frames.push({ conn, req, last, value }),
+    started: () => {},
+    turnStarted: () => {},
+    turnEnded: () => {},
+    agentEvent: () => {},
+    finished: (r) => finishedAgents.push(r.agent),
+    activeAnswer: () => {},
+    purged: () => {},
+  };
+}

@@ -3,7 +3,10 @@
  * same run, round by round, and reported as a ratio: this machine is shared
  * and noisy, so only side-by-side figures mean anything.
  *
- *   npm run bench [-- --quick] [-- --suite NAME] [-- --workers N]
+ *   npm run bench [-- --quick] [-- --suite NAME] [-- --workers N] [-- --baseline DIR]
+ *
+ * --baseline DIR: a built checkout of another commit (`npm run build` there);
+ * suites that compare before/after (turncost) run its daemon beside this one.
  *
  * Anchors: the floor (a minimal Node length-prefix server, bench/floor-server.mjs),
  * Redis when `redis-server` is on the PATH, and per suite what it names.
@@ -24,12 +27,14 @@ import * as fanout from './suites/fanout.ts';
 import * as memory from './suites/memory.ts';
 import * as micro from './suites/micro.ts';
 import * as costs from './suites/costs.ts';
+import * as turncost from './suites/turn-costs.ts';
 import * as agents from './suites/agents.ts';
 import * as mcp from './suites/mcp.ts';
 
 const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   micro: micro.run,
   costs: costs.run,
+  turncost: turncost.run,
   agents: agents.run,
   mcp: mcp.run,
   latency: latency.run,
@@ -40,7 +45,7 @@ const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   memory: memory.run,
 };
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean' }, suite: { type: 'string' }, workers: { type: 'string' } } });
+const { values } = parseArgs({ options: { quick: { type: 'boolean' }, suite: { type: 'string' }, workers: { type: 'string' }, baseline: { type: 'string' } } });
 const quick = values.quick === true;
 if (values.suite !== undefined && SUITES[values.suite] === undefined) {
   console.error(`unknown suite "${values.suite}"; suites: ${Object.keys(SUITES).join(', ')}`);
@@ -60,6 +65,7 @@ const ctx: BenchContext = {
   quick,
   workers,
   systems,
+  ...(values.baseline !== undefined ? { baseline: resolve(values.baseline) } : {}),
   sizes: quick ? { latencyN: 2_000, rateMs: 700, warmupMs: 200 } : { latencyN: 10_000, rateMs: 2_000, warmupMs: 500 },
 };
 

@@ -14,6 +14,8 @@ export interface BenchContext {
   /** agentd (echo agent `assistant`), the floor server and, when installed, Redis. */
   systems: System[];
   sizes: { latencyN: number; rateMs: number; warmupMs: number };
+  /** A built checkout of another commit (`--baseline DIR`) that suites able to compare run beside this one. */
+  baseline?: string;
 }
 
 export type Target = string | { host: string; port: number };

@@ -35,8 +35,18 @@ export async function throughput(clients: BenchClient[], inflight: number, ms: n
   return (await throughputDetail(clients, inflight, ms, warmupMs)).rate;
 }
 
-/** As throughput(), with the number of requests completed in all (warm-up included) for per-request costs. */
-export async function throughputDetail(clients: BenchClient[], inflight: number, ms: number, warmupMs: number): Promise<{ rate: number; completed: number }> {
+/**
+ * As throughput(), with the number of requests completed in all (warm-up included) for per-request costs,
+ * and the measured window: its count and bounds in microseconds of the monotonic clock (the clock of `--cpu-prof`).
+ */
+export async function throughputDetail(
+  clients: BenchClient[],
+  inflight: number,
+  ms: number,
+  warmupMs: number,
+  /** Read at the window's start and end (e.g. a process's CPU seconds); the difference comes back as window.probe. */
+  probe: () => number = () => 0,
+): Promise<{ rate: number; completed: number; window: { count: number; fromUs: number; toUs: number; probe: number } }> {
   let counting = false;
   let count = 0;
   let completed = 0;
@@ -57,14 +67,17 @@ export async function throughputDetail(clients: BenchClient[], inflight: number,
   }
   await new Promise((r) => setTimeout(r, warmupMs));
   counting = true;
+  const p0 = probe();
   const t0 = process.hrtime.bigint();
   await new Promise((r) => setTimeout(r, ms));
   counting = false;
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const t1 = process.hrtime.bigint();
+  const p1 = probe();
+  const seconds = Number(t1 - t0) / 1e9;
   const rate = count / seconds;
   stop = true;
   await Promise.all(loops);
-  return { rate, completed };
+  return { rate, completed, window: { count, fromUs: Number(t0 / 1000n), toUs: Number(t1 / 1000n), probe: p1 - p0 } };
 }
 
 /** CPU seconds a process has used so far, all threads (Linux /proc; 0 elsewhere). */

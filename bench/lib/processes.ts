@@ -46,19 +46,23 @@ function stopper(proc: ChildProcess, cleanup: () => void): () => Promise<void> {
   };
 }
 
-/** Starts the built daemon on a fresh home; `seed(home)` runs first, to prepare data. */
+/**
+ * Starts the built daemon on a fresh home; `seed(home)` runs first, to prepare data.
+ * `root` is the checkout whose dist/ runs (another commit's, for a before/after run).
+ */
 export async function startAgentd(
   workers: number,
   agents: Record<string, unknown>,
   extra: Record<string, unknown> = {},
   seed?: (home: string) => void,
   nodeArgs: string[] = [],
+  root: string = ROOT,
 ): Promise<Proc> {
   const home = mkdtempSync(join(tmpdir(), 'agentd-bench-'));
   writeFileSync(join(home, 'agentd.json'), JSON.stringify({ agents, ...extra }));
   seed?.(home);
   // The built daemon, as production runs it (`npm run bench` builds first).
-  const proc = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0', '--tcp-insecure'], {
+  const proc = spawn(process.execPath, [...nodeArgs, join(root, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0', '--tcp-insecure'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const m = await waitForLine(proc, /tcp 127\.0\.0\.1:(\d+)/, 'agentd');

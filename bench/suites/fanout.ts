@@ -6,6 +6,7 @@
  * PUBLISH of as many messages to as many subscribers.
  */
 import { createConnection } from 'node:net';
+import { AgentdClient } from '../../src/client/index.ts';
 import { frameClient, observer, redisSubscriber, type Listener } from '../lib/clients.ts';
 import type { BenchContext } from '../lib/context.ts';
 import { median, spread } from '../lib/load.ts';
@@ -20,10 +21,11 @@ export async function run(ctx: BenchContext): Promise<void> {
   const rounds = ctx.report.rounds;
   const agents: Record<string, unknown> = { assistant: { model: 'echo' } };
   for (let i = 0; i < TARGET_AGENTS; i++) agents[`fan${i}`] = { model: 'echo' };
-  const d = await startAgentd(ctx.workers, agents);
+  const sizes = ctx.quick ? [1, 100, 2_000] : [1, 100, 10_000];
+  // One publish is one chain: the default max_chain_turns (1000) would drop the larger fan-outs' turns, and the wait for them would never end.
+  const d = await startAgentd(ctx.workers, agents, { max_chain_turns: Math.max(...sizes) });
   try {
     // --- publish fan-out
-    const sizes = ctx.quick ? [1, 100, 2_000] : [1, 100, 10_000];
     const admin = await frameClient(d.unix, () => ({ ping: {} }));
     const watch = await observer(d.unix, false);
     for (const n of sizes) {
@@ -59,6 +61,9 @@ export async function run(ctx: BenchContext): Promise<void> {
     for (const k of ctx.quick ? [1, 100, 500] : [1, 100, 1_000]) {
       const listeners: Listener[] = [];
       for (let i = 0; i < k; i++) listeners.push(await observer(d.unix, true));
+      // A barrier, not a guess: every subscription is in before the first timed turn. One read
+      // after the turn began would see only part of it, and its wait would never end.
+      await untilObservers(d.unix, k);
       const subs: Listener[] = [];
       if (redis !== undefined) for (let i = 0; i < k; i++) subs.push(await redisSubscriber(redis.proc.unix, 'bench'));
       const ours: number[] = [];
@@ -93,6 +98,16 @@ export async function run(ctx: BenchContext): Promise<void> {
     turn.close();
   } finally {
     await d.stop();
+  }
+}
+
+/** Waits until the daemon counts exactly `k` open subscribe_events streams. */
+async function untilObservers(path: string, k: number): Promise<void> {
+  const c = await AgentdClient.connect({ path });
+  try {
+    while (((await c.request('get_stats', {})).stats as { observers: number }).observers !== k) await new Promise((r) => setTimeout(r, 10));
+  } finally {
+    await c.close();
   }
 }
 

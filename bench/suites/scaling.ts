@@ -3,17 +3,52 @@
  * (`cpu_us`), for workers = 1, 2, … up to the core count. Efficiency =
  * rate(N) / (N × rate(1)): 1.0 is perfect sharding. The load generator runs
  * on the same machine, so on few cores it competes with the shards.
+ *
+ * Then cheap turns: stored one-word echo turns per second (32 connections × 8
+ * in flight) beside the same load with persistence off, at 2, 4, 8 and 16
+ * workers whatever the core count (the write lock's contention shows with
+ * more shards than cores too). Stored turns must not fall as workers are
+ * added, and the rate with persistence off must not fall from 8 to 16.
  */
 import { availableParallelism } from 'node:os';
 import { frameClient } from '../lib/clients.ts';
-import type { BenchContext } from '../lib/context.ts';
+import { turnBody, type BenchContext } from '../lib/context.ts';
 import { median, spread, throughput } from '../lib/load.ts';
 import { startAgentd } from '../lib/processes.ts';
 import { Report } from '../lib/report.ts';
 
 const CPU_US = 2_000;
+const ECHO_WORKERS = [2, 4, 8, 16];
+
+/** Stored echo turns/s and persistence-off echo turns/s at each of ECHO_WORKERS, interleaved round by round. */
+async function echoScaling(ctx: BenchContext): Promise<void> {
+  const rates = new Map<string, number[]>();
+  for (let round = 0; round < ctx.report.rounds; round++) {
+    for (const workers of round % 2 === 0 ? ECHO_WORKERS : [...ECHO_WORKERS].reverse()) {
+      for (const persist of [true, false]) {
+        const d = await startAgentd(workers, { assistant: { model: 'echo' } }, persist ? {} : { persist: false });
+        try {
+          const cs = await Promise.all(Array.from({ length: 32 }, (_, i) => frameClient(d.unix, turnBody(`sc${i}`))));
+          const r = await throughput(cs, 8, ctx.sizes.rateMs, ctx.sizes.warmupMs);
+          for (const c of cs) c.close();
+          const k = `${workers}:${persist}`;
+          rates.set(k, [...(rates.get(k) ?? []), r]);
+        } finally {
+          await d.stop();
+        }
+      }
+    }
+    Report.progress(`scaling: echo turns, stored and persistence off, workers ${ECHO_WORKERS.join(', ')}: round ${round + 1}/${ctx.report.rounds}`);
+  }
+  for (const n of ECHO_WORKERS) {
+    const stored = rates.get(`${n}:true`)!;
+    const off = rates.get(`${n}:false`)!;
+    ctx.report.add({ suite: 'scaling', name: `stored echo turns 32x8, ${n} workers`, unit: 'turns/s', value: median(stored), anchor: 'persist off', anchor_value: median(off), spread: spread(stored) });
+  }
+}
 
 export async function run(ctx: BenchContext): Promise<void> {
+  await echoScaling(ctx);
   const cores = availableParallelism();
   const counts = [...new Set([1, 2, 4, 8, 16, cores].filter((n) => n <= cores))].sort((a, b) => a - b);
   const rates = new Map<number, number[]>();

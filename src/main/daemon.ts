@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResolvedConfig } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
-import { CHECKPOINT_INTERVAL_MS } from '../shared/db.ts';
+import { CHECKPOINT_INTERVAL_MS, INDEX_BATCH, INDEX_INTERVAL_MS } from '../shared/db.ts';
 import { createWriteLockBuffer } from '../shared/write-lock.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { AgentService } from './agent-service.ts';
@@ -264,6 +264,7 @@ async function openStorage(config: ResolvedConfig, store: StoreLocation | null, 
   }
   log.info({ store: describeStore(store) }, 'store ready');
   storage.startMaintenance(CHECKPOINT_INTERVAL_MS, config.walMaxBytes, (err) => log.warn({ err }, 'store upkeep (checkpoint) failed'));
+  storage.startIndexing(INDEX_INTERVAL_MS, INDEX_BATCH, (err) => log.warn({ err }, 'search indexing failed'));
   return { storage, startup };
 }
 

@@ -52,7 +52,40 @@ export class StoragePool {
     this.#maintenance.unref();
   }
 
+  /**
+   * Indexes committed messages for search off the turns' commits
+   * (worker/search-index.ts): every `intervalMs`, `batch` messages per task,
+   * again at once while a batch comes back full, so start-up catches up.
+   * One task at a time. A search indexes what is left before it reads.
+   */
+  startIndexing(intervalMs: number, batch: number, onError: (err: unknown) => void): void {
+    const tick = (): void => {
+      if (this.#indexing || this.#closed) return;
+      this.#indexing = true;
+      this.run<number>({ op: 'index_messages', limit: batch }).then(
+        (n) => {
+          this.#indexing = false;
+          if (n === batch) tick();
+        },
+        (err: unknown) => {
+          this.#indexing = false;
+          // Closing destroys the pool under a running batch: nothing is lost, start-up indexes it.
+          if (!this.#closed) onError(err);
+        },
+      );
+    };
+    this.#indexer = setInterval(tick, intervalMs);
+    this.#indexer.unref();
+    tick();
+  }
+
+  #stopTimers(): void {
+    this.#closed = true;
+    if (this.#indexer !== null) clearInterval(this.#indexer);
+  }
+
   async close(): Promise<void> {
+    this.#stopTimers();
     if (this.#maintenance !== null) clearInterval(this.#maintenance);
     // The shards are gone by now: the store folds up (SQLite: the WAL goes back into the database file).
     await this.run({ op: 'close' }).catch(() => {});
@@ -61,10 +94,14 @@ export class StoragePool {
 
   /** Stops the threads without touching the store (a start that failed: the store may be one to leave alone). */
   async destroy(): Promise<void> {
+    this.#stopTimers();
     if (this.#maintenance !== null) clearInterval(this.#maintenance);
     await this.#pool.destroy();
   }
 
   #maintenance: NodeJS.Timeout | null = null;
   #maintaining = false;
+  #indexer: NodeJS.Timeout | null = null;
+  #indexing = false;
+  #closed = false;
 }

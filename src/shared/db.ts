@@ -97,6 +97,24 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (conversation_id, turn_id)
   ) WITHOUT ROWID;
   `,
+  // 5: the message search index leaves the turn's commit (worker/search-index.ts).
+  // Messages up to fts_watermark.message_id are indexed (all of them, so far);
+  // those above are indexed in batches by the storage threads. When the newest
+  // messages are deleted, their ids can come back: the watermark steps down to
+  // the highest id left, so a reused id is indexed again.
+  `
+  CREATE TABLE fts_watermark (
+    only       INTEGER PRIMARY KEY CHECK (only = 1),
+    message_id INTEGER NOT NULL
+  );
+  INSERT INTO fts_watermark (only, message_id) SELECT 1, COALESCE(MAX(id), 0) FROM messages;
+  CREATE TRIGGER fts_watermark_after_message_delete AFTER DELETE ON messages
+  WHEN old.id <= (SELECT message_id FROM fts_watermark)
+  BEGIN
+    UPDATE fts_watermark SET message_id = (SELECT COALESCE(MAX(id), 0) FROM messages)
+    WHERE message_id > (SELECT COALESCE(MAX(id), 0) FROM messages);
+  END;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -129,6 +147,14 @@ export function openDatabase(path: string, options: { readonly?: boolean } = {})
 
 /** How often the storage pool moves the WAL into the database (and checks its size). */
 export const CHECKPOINT_INTERVAL_MS = 500;
+
+/**
+ * How often the storage pool indexes newly committed messages for search, and
+ * how many per transaction: small enough that a batch holds the write lock for
+ * a few milliseconds, and repeated at once while batches come back full.
+ */
+export const INDEX_INTERVAL_MS = 50;
+export const INDEX_BATCH = 500;
 
 /** What a reset WAL file is cut back to. */
 export const JOURNAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024;

@@ -258,6 +258,8 @@ export type StorageTask =
   | { op: 'agent_delete'; name: string }
   /** Periodic upkeep (SQLite: the bounded WAL checkpoint). */
   | { op: 'maintain'; walMaxBytes: number }
+  /** Indexes up to `limit` committed messages for search; answers how many it read (SQLite: search-index.ts). */
+  | { op: 'index_messages'; limit: number }
   /** At shutdown, once no shard is left: the thread's store closes (SQLite: folds and empties the WAL first). */
   | { op: 'close' }
   | ({ op: 'search_sessions' } & SearchOptions);

@@ -10,22 +10,25 @@ import type { SearchOptions } from '../shared/threads.ts';
 import type { ConversationSummary, SessionHit } from '../shared/wire/ops.ts';
 import type { WriteLock } from '../shared/write-lock.ts';
 import { SessionSearch } from './search.ts';
+import { SearchIndex } from './search-index.ts';
 import { settled, type DaemonStorage, type StoredStartupState } from './storage-contract.ts';
 
 /** The connection and what is prepared on it, made on first use. */
 class Connection {
   readonly db: Db;
   readonly sql;
+  readonly index: SearchIndex;
   readonly search: SessionSearch;
   readonly deleteSubscriptions;
   readonly deleteAgent;
 
-  constructor(path: string) {
+  constructor(path: string, lock: WriteLock) {
     const db = openDatabase(path);
     const sql = storageStatements(db);
     this.db = db;
     this.sql = sql;
-    this.search = new SessionSearch(db);
+    this.index = new SearchIndex(db, (fn) => lock.with(fn));
+    this.search = new SessionSearch(db, this.index);
     this.deleteSubscriptions = db.transaction((ids: readonly number[]) => {
       let n = 0;
       for (const id of ids) n += sql.deleteSubscription.run(id).changes;
@@ -68,7 +71,7 @@ export class SqliteDaemonStorage implements DaemonStorage {
 
   /** Opened on first use, never before `prepare`: opening switches the file to WAL, a write a newer schema must not see. */
   get #c(): Connection {
-    return (this.#connection ??= new Connection(this.#path));
+    return (this.#connection ??= new Connection(this.#path, this.#lock));
   }
 
   prepare(seedAgents: Record<string, AgentConfig>): Promise<StoredStartupState> {
@@ -107,6 +110,11 @@ export class SqliteDaemonStorage implements DaemonStorage {
   /** The bounded WAL checkpoint (see boundedCheckpoint). */
   maintain(walMaxBytes: number): Promise<unknown> {
     return settled(() => boundedCheckpoint(this.#c.db, `${this.#path}-wal`, walMaxBytes, (fn) => this.#lock.with(fn)));
+  }
+
+  /** Indexes committed messages for search, a batch at a time (worker/search-index.ts). */
+  indexMessages(limit: number): Promise<number> {
+    return settled(() => this.#c.index.catchUp(limit));
   }
 
   /** At shutdown, when no shard is left: TRUNCATE folds the WAL into the database and empties it. */

@@ -99,6 +99,11 @@ export interface DaemonStorage {
   deleteAgent(name: string): Promise<void>;
   /** Periodic upkeep (SQLite: the bounded WAL checkpoint; PostgreSQL: nothing). */
   maintain(walMaxBytes: number): Promise<unknown>;
+  /**
+   * Indexes up to `limit` committed messages for search; resolves to how many it read (fewer: caught up).
+   * For a backend whose turn commits leave the index behind (SQLite: worker/search-index.ts); others leave it out.
+   */
+  indexMessages?(limit: number): Promise<number>;
   close(): Promise<void>;
 }
 

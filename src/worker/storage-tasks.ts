@@ -45,6 +45,8 @@ export default async function handle(task: StorageTask): Promise<unknown> {
       return null;
     case 'maintain':
       return s.maintain(task.walMaxBytes);
+    case 'index_messages':
+      return s.indexMessages?.(task.limit) ?? 0;
     case 'close':
       storage = null;
       await s.close();

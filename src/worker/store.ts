@@ -49,13 +49,6 @@ function toMessage(r: MessageRow): Message {
   return m;
 }
 
-/** What of a message full-text search may see: never tool output or arguments. */
-function searchable(m: Message): [string, string, string] | null {
-  if (m.role === 'user') return [m.content, '', ''];
-  if (m.role === 'assistant') return ['', m.content, m.tool_calls?.map((c) => c.name).join(' ') ?? ''];
-  return null;
-}
-
 export class ConversationStore {
   readonly #db: Db;
   readonly #lock: WriteLock;
@@ -68,7 +61,6 @@ export class ConversationStore {
   readonly #insertMessage;
   readonly #insertOutcome;
   readonly #findOutcome;
-  readonly #insertFts;
   readonly #insertTitleFts;
   readonly #setSummary;
   readonly #updateSummaryFts;
@@ -92,17 +84,15 @@ export class ConversationStore {
       'INSERT INTO conversations (agent, sender, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id',
     );
     this.#touch = db.prepare<[string, number, number]>('UPDATE conversations SET updated_at = ?, message_count = ? WHERE id = ?');
-    this.#insertMessage = db.prepare<[number, number, string, string, string | null, string | null, string | null, string | null, number, string | null, string], { id: number }>(
-      'INSERT INTO messages (conversation_id, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
+    // The search index is not written here: the storage threads index committed messages (search-index.ts).
+    this.#insertMessage = db.prepare<[number, number, string, string, string | null, string | null, string | null, string | null, number, string | null, string]>(
+      'INSERT INTO messages (conversation_id, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.#insertOutcome = db.prepare<[number, string, string, string, string, string, string, string, string]>(
       'INSERT INTO turn_outcomes (conversation_id, turn_id, agent, model, stop_reason, error, usage, final_text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.#findOutcome = db.prepare<[number, string], OutcomeRow>(
       'SELECT agent, model, stop_reason, error, usage, final_text FROM turn_outcomes WHERE conversation_id = ? AND turn_id = ?',
-    );
-    this.#insertFts = db.prepare<[number, string, string, string, number, number]>(
-      'INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx) VALUES (?, ?, ?, ?, ?, ?)',
     );
     this.#insertTitleFts = db.prepare<[number, string]>("INSERT INTO conversations_fts (rowid, title, summary) VALUES (?, ?, '')");
     this.#setSummary = db.prepare<[string, number, string, number]>('UPDATE conversations SET summary = ?, summary_upto = ?, updated_at = ? WHERE id = ?');
@@ -121,13 +111,11 @@ export class ConversationStore {
       }
       let idx = conv.stored;
       for (const m of messages) {
-        const row = this.#insertMessage.get(
+        this.#insertMessage.run(
           id, idx++, m.role, m.content, m.agent ?? null,
           m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls),
           m.tool_call_id ?? null, m.name ?? null, m.is_error ? 1 : 0, m.stop_reason ?? null, at,
-        )!;
-        const text = searchable(m);
-        if (text !== null) this.#insertFts.run(row.id, ...text, id, idx - 1);
+        );
       }
       this.#touch.run(at, idx, id);
       if (outcome !== null) {

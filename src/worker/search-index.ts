@@ -1,0 +1,82 @@
+/**
+ * The message search index, kept off a turn's commit. Shards store messages
+ * only; this indexes them afterwards, in batches, behind a watermark (the
+ * highest message id indexed, table fts_watermark). Message ids grow in
+ * commit order (one writer at a time), so everything above the watermark is
+ * exactly what is not indexed yet. A storage thread calls catchUp() on a
+ * timer, and every search calls it first, so a search always sees every
+ * turn that ended before it was asked. A deleted message takes nothing with
+ * it here: it was either indexed (its delete removes the index row) or is
+ * gone before the indexer reads it; a trigger lowers the watermark when the
+ * newest messages go, so their reused ids are indexed again (migration 5).
+ */
+import type { Db } from '../shared/db.ts';
+
+/** Runs a write transaction holding the shards' write lock (or directly, with none to share). */
+export type WithWriteLock = <T>(fn: () => T) => T;
+
+interface UnindexedRow {
+  id: number;
+  conversation_id: number;
+  idx: number;
+  role: string;
+  content: string;
+  tool_calls: string | null;
+}
+
+/** What of a message full-text search may see: never tool output or arguments. */
+function searchable(m: UnindexedRow): [string, string, string] | null {
+  if (m.role === 'user') return [m.content, '', ''];
+  if (m.role === 'assistant') {
+    const tools = m.tool_calls === null ? '' : (JSON.parse(m.tool_calls) as { name: string }[]).map((c) => c.name).join(' ');
+    return ['', m.content, tools];
+  }
+  return null;
+}
+
+export class SearchIndex {
+  readonly #lock: WithWriteLock;
+  readonly #behind;
+  readonly #unindexed;
+  readonly #insert;
+  readonly #advance;
+  readonly #batchTx;
+
+  constructor(db: Db, lock: WithWriteLock = (fn) => fn()) {
+    this.#lock = lock;
+    this.#behind = db.prepare<[], { behind: number }>(
+      'SELECT EXISTS (SELECT 1 FROM messages WHERE id > (SELECT message_id FROM fts_watermark)) AS behind',
+    );
+    this.#unindexed = db.prepare<[number], UnindexedRow>(
+      'SELECT id, conversation_id, idx, role, content, tool_calls FROM messages WHERE id > (SELECT message_id FROM fts_watermark) ORDER BY id LIMIT ?',
+    );
+    this.#insert = db.prepare<[number, string, string, string, number, number]>(
+      'INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    this.#advance = db.prepare<[number]>('UPDATE fts_watermark SET message_id = ?');
+    this.#batchTx = db.transaction((limit: number) => {
+      const rows = this.#unindexed.all(limit);
+      for (const m of rows) {
+        const text = searchable(m);
+        if (text !== null) this.#insert.run(m.id, ...text, m.conversation_id, m.idx);
+      }
+      if (rows.length > 0) this.#advance.run(rows[rows.length - 1]!.id);
+      return rows.length;
+    });
+  }
+
+  /**
+   * Indexes up to `limit` messages above the watermark in one transaction;
+   * returns how many it read (fewer than `limit`: the index is caught up).
+   * Takes the write lock only when there is something to index.
+   */
+  catchUp(limit: number): number {
+    if (this.#behind.get()!.behind === 0) return 0;
+    return this.#lock(() => this.#batchTx.immediate(limit));
+  }
+
+  /** Indexes everything committed so far, in batches of `batch`. */
+  catchUpAll(batch: number): void {
+    while (this.catchUp(batch) === batch);
+  }
+}

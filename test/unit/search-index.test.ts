@@ -1,0 +1,94 @@
+/** The search index off the commit path: batches behind a watermark, deletes, reused ids, what is never indexed. */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
+import { ConversationStore } from '../../src/worker/store.ts';
+import { SearchIndex } from '../../src/worker/search-index.ts';
+import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
+import type { Message } from '../../src/worker/models/types.ts';
+
+let db: Db;
+let store: ConversationStore;
+let index: SearchIndex;
+
+beforeEach(() => {
+  const path = join(mkdtempSync(join(tmpdir(), 'agentd-index-')), 'agentd.db');
+  db = openDatabase(path);
+  migrate(db, path);
+  store = new ConversationStore(db, new WriteLock(createWriteLockBuffer(), 1));
+  index = new SearchIndex(db);
+});
+
+const user = (content: string): Message => ({ role: 'user', content });
+const assistant = (content: string): Message => ({ role: 'assistant', content });
+const append = (sender: string, messages: Message[]): number => store.appendTurn({ dbId: null, agent: 'a', sender, title: '', stored: 0 }, messages);
+const indexed = (): number[] => db.prepare<[], { rowid: number }>('SELECT rowid FROM messages_fts ORDER BY rowid').all().map((r) => r.rowid);
+const messageIds = (): number[] => db.prepare<[], { id: number }>('SELECT id FROM messages ORDER BY id').all().map((r) => r.id);
+const watermark = (): number => db.prepare<[], { message_id: number }>('SELECT message_id FROM fts_watermark').get()!.message_id;
+const matches = (word: string): number =>
+  db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM messages_fts WHERE messages_fts MATCH ?').get(`"${word}"`)!.n;
+
+describe('search index', () => {
+  it('indexes committed messages in batches, behind the watermark', () => {
+    for (let i = 0; i < 5; i++) append(`s${i}`, [user(`fig ${i}`), assistant('ok')]);
+    expect(indexed()).toEqual([]);
+    expect(index.catchUp(4)).toBe(4);
+    expect(indexed()).toEqual(messageIds().slice(0, 4));
+    expect(watermark()).toBe(messageIds()[3]);
+    index.catchUpAll(4);
+    expect(indexed()).toEqual(messageIds());
+    expect(index.catchUp(4)).toBe(0);
+    expect(matches('fig')).toBe(5);
+  });
+
+  it('never indexes tool output or arguments, only tool names', () => {
+    append('t', [
+      user('look it up'),
+      { role: 'assistant', content: '', tool_calls: [{ id: 'c1', name: 'lookup', arguments: '{"secret":"walrus"}' }] },
+      { role: 'tool', content: 'walrus output', tool_call_id: 'c1', name: 'lookup' },
+      assistant('done'),
+    ]);
+    index.catchUpAll(10);
+    expect(matches('walrus')).toBe(0);
+    expect(matches('lookup')).toBe(1);
+    expect(indexed()).toHaveLength(3);
+  });
+
+  it('indexes nothing of a conversation deleted before its messages were indexed', () => {
+    const id = append('gone', [user('quince'), assistant('quince')]);
+    store.delete(id);
+    index.catchUpAll(10);
+    expect(indexed()).toEqual([]);
+    expect(matches('quince')).toBe(0);
+  });
+
+  it('indexes a reused id again: deleting the newest messages steps the watermark down', () => {
+    append('keep', [user('apple'), assistant('ok')]);
+    const newest = append('newest', [user('pear'), assistant('ok')]);
+    index.catchUpAll(10);
+    const before = messageIds();
+    store.delete(newest);
+    expect(watermark()).toBe(before[1]);
+    append('again', [user('plum'), assistant('ok')]);
+    // SQLite hands out the deleted ids again: they must be indexed as the new messages.
+    expect(messageIds()).toEqual(before);
+    index.catchUpAll(10);
+    expect(matches('plum')).toBe(1);
+    expect(matches('pear')).toBe(0);
+    expect(indexed()).toEqual(before);
+  });
+
+  it('keeps the watermark when an older conversation is deleted', () => {
+    const old = append('old', [user('one'), assistant('ok')]);
+    append('new', [user('two'), assistant('ok')]);
+    index.catchUpAll(10);
+    const mark = watermark();
+    store.delete(old);
+    expect(watermark()).toBe(mark);
+    append('next', [user('three'), assistant('ok')]);
+    index.catchUpAll(10);
+    expect(matches('three')).toBe(1);
+  });
+});

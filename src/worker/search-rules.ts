@@ -6,7 +6,36 @@
  */
 import { SEARCH_LIMITS } from '../shared/protocol.ts';
 import type { SearchWindowMessage } from '../shared/wire/ops.ts';
-import { ftsQuery, snippetOf } from './search.ts';
+
+/** The words of a query, each quoted as an FTS5 string: operators and punctuation lose all meaning. */
+export function ftsQuery(query: string): string | null {
+  const words = query.match(/[\p{L}\p{N}_]+/gu);
+  if (words === null) return null;
+  return [...new Set(words.map((w) => w.toLowerCase()))].map((w) => `"${w}"`).join(' OR ');
+}
+
+/** Cuts text to at most `bytes` of UTF-8 around the first match of any word, on character boundaries. */
+export function snippetOf(text: string, words: readonly string[], bytes: number): { snippet: string; truncated: boolean } {
+  if (Buffer.byteLength(text) <= bytes) return { snippet: text, truncated: false };
+  const lower = text.toLowerCase();
+  let at = -1;
+  for (const w of words) {
+    const i = lower.indexOf(w);
+    if (i !== -1 && (at === -1 || i < at)) at = i;
+  }
+  // Start a little before the match so it has context, then take whole characters up to the byte budget.
+  let start = Math.max(0, at - 200);
+  if (start > 0 && /[\udc00-\udfff]/.test(text[start]!)) start--;
+  let out = '';
+  let used = 0;
+  for (const ch of text.slice(start)) {
+    const n = Buffer.byteLength(ch);
+    if (used + n > bytes) break;
+    out += ch;
+    used += n;
+  }
+  return { snippet: out, truncated: true };
+}
 
 /** How many best-ranked messages are kept before one hit per conversation is chosen. */
 export const SEARCH_CANDIDATES = 500;

@@ -5,24 +5,13 @@
  */
 import type pg from 'pg';
 import { now } from '../shared/db.ts';
-import { StopReason, zeroUsage, type Usage } from '../shared/protocol.ts';
 import type { StalledTurn } from '../shared/threads.ts';
 import type { Message } from './models/types.ts';
 import { inTransaction } from './pg-pool.ts';
 import { indexedWords } from './pg-search-text.ts';
 import { appendTurn, writeTurnGroup } from './pg-turns.ts';
-import type { ConversationRef, ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from './storage-contract.ts';
-
-interface MessageRow {
-  role: Message['role'];
-  content: string;
-  agent: string | null;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  name: string | null;
-  is_error: boolean;
-  stop_reason: string | null;
-}
+import { stalledRecord, toMessage, toOutcome, type MessageRow, type OutcomeRow } from './stored-rows.ts';
+import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from './storage-contract.ts';
 
 interface ConversationRow {
   id: number;
@@ -34,17 +23,6 @@ interface ConversationRow {
 }
 
 const MESSAGE_COLUMNS = 'role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason';
-
-function toMessage(r: MessageRow): Message {
-  const m: Message = { role: r.role, content: r.content };
-  if (r.agent !== null) m.agent = r.agent;
-  if (r.tool_calls !== null) m.tool_calls = JSON.parse(r.tool_calls) as Message['tool_calls'];
-  if (r.tool_call_id !== null) m.tool_call_id = r.tool_call_id;
-  if (r.name !== null) m.name = r.name;
-  if (r.is_error) m.is_error = true;
-  if (r.stop_reason !== null) m.stop_reason = r.stop_reason;
-  return m;
-}
 
 export class PgConversationStorage implements ConversationStorage {
   readonly #pool: pg.Pool;
@@ -100,13 +78,12 @@ export class PgConversationStorage implements ConversationStorage {
   }
 
   async outcome(conversationId: number, turnId: string): Promise<TurnOutcome | null> {
-    const r = await this.#pool.query<{ agent: string; model: string; stop_reason: string; error: string; usage: string; final_text: string }>(
+    const r = await this.#pool.query<OutcomeRow>(
       'SELECT agent, model, stop_reason, error, usage, final_text FROM turn_outcomes WHERE conversation_id = $1 AND turn_id = $2',
       [conversationId, turnId],
     );
     const o = r.rows[0];
-    if (o === undefined) return null;
-    return { turnId, agent: o.agent, model: o.model, stopReason: o.stop_reason as StopReason, error: o.error, usage: JSON.parse(o.usage) as Usage, finalText: o.final_text };
+    return o === undefined ? null : toOutcome(turnId, o);
   }
 
   async setSummary(id: number, summary: string, upto: number): Promise<void> {
@@ -129,14 +106,8 @@ export class PgConversationStorage implements ConversationStorage {
   async recordStalled(t: StalledTurn): Promise<void> {
     const row = await this.#find(t.agent, t.sender);
     if (row !== null && t.turnId !== null && (await this.outcome(row.id, t.turnId)) !== null) return;
-    const conv: ConversationRef = { dbId: row?.id ?? null, agent: t.agent, sender: t.sender, title: row?.title ?? '', stored: row?.message_count ?? 0 };
-    const ended: Message = { role: 'assistant', content: '', stop_reason: StopReason.Stalled };
-    if (t.guest !== null) ended.agent = t.guest;
-    const outcome: TurnOutcome | null =
-      t.turnId === null
-        ? null
-        : { turnId: t.turnId, agent: t.guest ?? t.agent, model: '', stopReason: StopReason.Stalled, error: t.error, usage: zeroUsage(), finalText: '' };
-    await inTransaction(this.#pool, (client) => appendTurn(client, { conv, messages: [{ role: 'user', content: t.content }, ended], outcome }));
+    const record = stalledRecord(t, row);
+    await inTransaction(this.#pool, (client) => appendTurn(client, record));
   }
 
   async close(): Promise<void> {

@@ -10,44 +10,13 @@
 import type { Db } from '../shared/db.ts';
 import type { Transaction } from 'better-sqlite3';
 import { now } from '../shared/db.ts';
-import { StopReason, zeroUsage, type Usage } from '../shared/protocol.ts';
 import type { StalledTurn } from '../shared/threads.ts';
 import type { Message } from './models/types.ts';
 import { TITLE_CHARS } from './conversation.ts';
 import type { WriteLock } from '../shared/write-lock.ts';
+import { stalledRecord, type MessageRow, type OutcomeRow, toMessage, toOutcome } from './stored-rows.ts';
 import { settled, type ConversationRef, type ConversationStorage, type StoredConversation, type TurnOutcome, type TurnRecord } from './storage-contract.ts';
 
-interface OutcomeRow {
-  agent: string;
-  model: string;
-  stop_reason: string;
-  error: string;
-  usage: string;
-  final_text: string;
-}
-
-interface MessageRow {
-  idx: number;
-  role: Message['role'];
-  content: string;
-  agent: string | null;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  name: string | null;
-  is_error: number;
-  stop_reason: string | null;
-}
-
-function toMessage(r: MessageRow): Message {
-  const m: Message = { role: r.role, content: r.content };
-  if (r.agent !== null) m.agent = r.agent;
-  if (r.tool_calls !== null) m.tool_calls = JSON.parse(r.tool_calls) as Message['tool_calls'];
-  if (r.tool_call_id !== null) m.tool_call_id = r.tool_call_id;
-  if (r.name !== null) m.name = r.name;
-  if (r.is_error) m.is_error = true;
-  if (r.stop_reason !== null) m.stop_reason = r.stop_reason;
-  return m;
-}
 
 export class ConversationStore {
   readonly #db: Db;
@@ -171,16 +140,7 @@ export class ConversationStore {
   /** The stored outcome of the conversation's turn named `turnId`, if there is one. */
   outcome(conversationId: number, turnId: string): TurnOutcome | null {
     const r = this.#findOutcome.get(conversationId, turnId);
-    if (r === undefined) return null;
-    return {
-      turnId,
-      agent: r.agent,
-      model: r.model,
-      stopReason: r.stop_reason as StopReason,
-      error: r.error,
-      usage: JSON.parse(r.usage) as Usage,
-      finalText: r.final_text,
-    };
+    return r === undefined ? null : toOutcome(turnId, r);
   }
 
   /**
@@ -191,14 +151,8 @@ export class ConversationStore {
   recordStalled(t: StalledTurn): void {
     const row = this.#find.get(t.agent, t.sender);
     if (row !== undefined && t.turnId !== null && this.#findOutcome.get(row.id, t.turnId) !== undefined) return;
-    const conv: ConversationRef = { dbId: row?.id ?? null, agent: t.agent, sender: t.sender, title: row?.title ?? '', stored: row?.message_count ?? 0 };
-    const ended: Message = { role: 'assistant', content: '', stop_reason: StopReason.Stalled };
-    if (t.guest !== null) ended.agent = t.guest;
-    const outcome: TurnOutcome | null =
-      t.turnId === null
-        ? null
-        : { turnId: t.turnId, agent: t.guest ?? t.agent, model: '', stopReason: StopReason.Stalled, error: t.error, usage: zeroUsage(), finalText: '' };
-    this.#lock.with(() => this.appendTurn.immediate(conv, [{ role: 'user', content: t.content }, ended], outcome));
+    const { conv, messages, outcome } = stalledRecord(t, row ?? null);
+    this.#lock.with(() => this.appendTurn.immediate(conv, messages, outcome));
   }
 
   load(agent: string, sender: string): StoredConversation | null {

@@ -9,8 +9,8 @@ export default defineConfig({
     // 2-core machine, two files at a time keeps them from starving each other.
     pool: 'forks',
     maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
     globalSetup: ['test/global-setup.ts'],
     projects: [
       { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },

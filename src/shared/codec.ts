@@ -2,7 +2,6 @@
  * Framing (PROTOCOL.md §1) and the portable msgpack settings. No I/O here:
  * the decoder takes chunks and calls a sink fixed at construction.
  */
-import { isUtf8 } from 'node:buffer';
 import { Packr, Unpackr } from 'msgpackr';
 import { FRAME_FLAGS_OFFSET, FRAME_ID_OFFSET, HEADER_BYTES, writeFrame } from './byte-layouts.ts';
 
@@ -32,18 +31,13 @@ export function utf8Text(bytes: Uint8Array): string {
 }
 
 /**
- * Decodes a big turn's content from the bytes main left undecoded into its
- * text (the shard does this once, when the turn arrives). The bytes stay
- * with the request when they are valid UTF-8, so exactly the text: the
- * store binds them instead of the text (they are shared memory main holds
- * until the turn ends anyway, while binding the text would make another
- * UTF-8 copy of it). Invalid bytes are dropped: the text, with its U+FFFD,
- * is what the model saw and what is stored.
+ * Moves a big turn's content from the bytes main left undecoded into its
+ * text (the shard does this once, when the turn arrives).
  */
 export function decodeTurnContent(msg: { content: string; contentBytes?: Uint8Array | null }): void {
   if (msg.contentBytes === undefined || msg.contentBytes === null) return;
   msg.content = utf8Text(msg.contentBytes);
-  if (!isUtf8(msg.contentBytes)) msg.contentBytes = null;
+  msg.contentBytes = null;
 }
 
 /** A whole frame (header + body) in one exact-size buffer. */

@@ -71,8 +71,7 @@ export interface TurnRequest {
   /**
    * A big content as the client's UTF-8 bytes, which main never decoded, in
    * shared memory: the shard decodes them into `content` (decodeTurnContent)
-   * without a copy crossing threads, and keeps them, when valid, for the
-   * store to bind. Absent or null otherwise.
+   * without a copy crossing threads. Absent or null otherwise.
    */
   contentBytes?: Uint8Array | null;
   guest: string | null;

@@ -208,8 +208,7 @@ export class JobRunner {
       req.turnId === null
         ? null
         : { turnId: req.turnId, agent: answering, model: config.model, stopReason, error, usage: result.usage, finalText: result.finalText };
-    // A big request's content is bound from its UTF-8 bytes (see TurnRecord.contentUtf8).
-    const failure = await this.#commit(conv, [user, ...result.produced], req.agent, outcome, [req.contentBytes ?? null]);
+    const failure = await this.#commit(conv, [user, ...result.produced], req.agent, outcome);
     if (failure !== null) {
       stopReason = StopReason.Error;
       error = failure;
@@ -218,10 +217,10 @@ export class JobRunner {
   }
 
   /** Stores a finished turn (before `end` is sent: a client that saw `end` can rely on it); the error text if that failed. */
-  async #commit(conv: Conversation, messages: Message[], agent: string, outcome: TurnOutcome | null, contentUtf8?: (Uint8Array | null)[]): Promise<string | null> {
+  async #commit(conv: Conversation, messages: Message[], agent: string, outcome: TurnOutcome | null): Promise<string | null> {
     if (conv.transient || conv.deleted) return null;
     try {
-      if (this.#writer !== null) await this.#writer.write(conv, messages, outcome, contentUtf8);
+      if (this.#writer !== null) await this.#writer.write(conv, messages, outcome);
       if (!conv.deleted) conv.append(messages);
       return null;
     } catch (err) {

@@ -45,12 +45,6 @@ export interface TurnRecord {
   conv: ConversationRef;
   messages: readonly Message[];
   outcome?: TurnOutcome | null;
-  /**
-   * `messages[i].content` as UTF-8 bytes where the caller already has them
-   * (a big request's content, in shared memory): a backend may bind them
-   * instead of the text and spare the copy its driver would encode.
-   */
-  contentUtf8?: readonly (Uint8Array | null)[];
 }
 
 export interface StoredConversation {

@@ -37,7 +37,7 @@ export class ConversationStore {
   readonly #deleteTitleFts;
   readonly #deleteConversation;
   /** Writes a turn's messages (and outcome) in one transaction; returns the conversation's row id (creating the row on its first turn). */
-  readonly appendTurn: Transaction<(conv: ConversationRef, messages: readonly Message[], outcome?: TurnOutcome | null, contentUtf8?: readonly (Uint8Array | null)[]) => number>;
+  readonly appendTurn: Transaction<(conv: ConversationRef, messages: readonly Message[], outcome?: TurnOutcome | null) => number>;
 
   constructor(db: Db, lock: WriteLock) {
     this.#db = db;
@@ -54,9 +54,8 @@ export class ConversationStore {
     );
     this.#touch = db.prepare<[string, number, number]>('UPDATE conversations SET updated_at = ?, message_count = ? WHERE id = ?');
     // The search index is not written here: the storage threads index committed messages (search-index.ts).
-    // Content is bound as text or as its UTF-8 bytes (TurnRecord.contentUtf8): the CAST stores both as TEXT.
-    this.#insertMessage = db.prepare<[number, number, string, string | Uint8Array, string | null, string | null, string | null, string | null, number, string | null, string]>(
-      'INSERT INTO messages (conversation_id, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, created_at) VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?, ?, ?, ?, ?, ?)',
+    this.#insertMessage = db.prepare<[number, number, string, string, string | null, string | null, string | null, string | null, number, string | null, string]>(
+      'INSERT INTO messages (conversation_id, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.#insertOutcome = db.prepare<[number, string, string, string, string, string, string, string, string]>(
       'INSERT INTO turn_outcomes (conversation_id, turn_id, agent, model, stop_reason, error, usage, final_text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
@@ -71,7 +70,7 @@ export class ConversationStore {
     this.#deleteTitleFts = db.prepare<[number]>('DELETE FROM conversations_fts WHERE rowid = ?');
     this.#deleteConversation = db.prepare<[number]>('DELETE FROM conversations WHERE id = ?');
 
-    const append = (conv: ConversationRef, messages: readonly Message[], outcome: TurnOutcome | null = null, contentUtf8?: readonly (Uint8Array | null)[]): number => {
+    const append = (conv: ConversationRef, messages: readonly Message[], outcome: TurnOutcome | null = null): number => {
       const at = now();
       let id = conv.dbId;
       if (id === null) {
@@ -80,9 +79,9 @@ export class ConversationStore {
         this.#insertTitleFts.run(id, title);
       }
       let idx = conv.stored;
-      for (const [i, m] of messages.entries()) {
+      for (const m of messages) {
         this.#insertMessage.run(
-          id, idx++, m.role, contentUtf8?.[i] ?? m.content, m.agent ?? null,
+          id, idx++, m.role, m.content, m.agent ?? null,
           m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls),
           m.tool_call_id ?? null, m.name ?? null, m.is_error ? 1 : 0, m.stop_reason ?? null, at,
         );
@@ -96,7 +95,7 @@ export class ConversationStore {
     };
     this.appendTurn = db.transaction(append);
     this.#writeTurnsTx = db.transaction((turns: readonly TurnRecord[]) => {
-      const ids = turns.map((t) => append(t.conv, t.messages, t.outcome, t.contentUtf8));
+      const ids = turns.map((t) => append(t.conv, t.messages, t.outcome));
       // Row ids are kept only once the whole batch committed.
       return () => turns.forEach(({ conv }, i) => (conv.dbId = ids[i]!));
     });
@@ -129,7 +128,7 @@ export class ConversationStore {
       if (turns.length === 1) return [batchError as Error];
       return turns.map((turn) => {
         try {
-          turn.conv.dbId = this.#lock.with(() => this.appendTurn.immediate(turn.conv, turn.messages, turn.outcome, turn.contentUtf8));
+          turn.conv.dbId = this.#lock.with(() => this.appendTurn.immediate(turn.conv, turn.messages, turn.outcome));
           return null;
         } catch (err) {
           return err as Error;

@@ -28,13 +28,10 @@ export class TurnWriter {
     this.#storage = storage;
   }
 
-  /**
-   * Resolves once the turn (and its outcome, if named) is committed and
-   * `conv.dbId` is set; rejects if its write failed. `contentUtf8`: see TurnRecord.
-   */
-  write(conv: ConversationRef, messages: readonly Message[], outcome: TurnOutcome | null = null, contentUtf8?: readonly (Uint8Array | null)[]): Promise<void> {
+  /** Resolves once the turn (and its outcome, if named) is committed and `conv.dbId` is set; rejects if its write failed. */
+  write(conv: ConversationRef, messages: readonly Message[], outcome: TurnOutcome | null = null): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ conv, messages, outcome, contentUtf8, resolve, reject });
+      this.#pending.push({ conv, messages, outcome, resolve, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(this.#flush);

@@ -65,21 +65,3 @@ describe('decodeRequest', () => {
     expect(decodeRequest(map)).toEqual({ stream: { agent: 'a', content: 'small' } });
   });
 });
-
-describe('decodeTurnContent', () => {
-  it('decodes the bytes and keeps them when they are valid UTF-8 (the store binds them)', () => {
-    const bytes = new Uint8Array(new SharedArrayBuffer(Buffer.byteLength(big)));
-    bytes.set(Buffer.from(big));
-    const msg = { content: '', contentBytes: bytes as Uint8Array | null };
-    decodeTurnContent(msg);
-    expect(msg.content === big).toBe(true);
-    expect(msg.contentBytes).toBe(bytes);
-  });
-
-  it('drops invalid bytes: the text, with U+FFFD, is what is used and stored', () => {
-    const msg = { content: '', contentBytes: Uint8Array.from([0x61, 0xff, 0x62]) as Uint8Array | null };
-    decodeTurnContent(msg);
-    expect(msg.content).toBe('a\ufffdb');
-    expect(msg.contentBytes).toBeNull();
-  });
-});

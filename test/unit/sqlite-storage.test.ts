@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import { migrate, openDatabase } from '../../src/shared/db.ts';
 import { createWriteLockBuffer, ownerToken, WriteLock } from '../../src/shared/write-lock.ts';
 import { SqliteConversationStorage } from '../../src/worker/store.ts';
-import { SearchIndex } from '../../src/worker/search-index.ts';
 import type { ConversationRef } from '../../src/worker/storage-contract.ts';
 
 let dir = '';
@@ -23,7 +22,7 @@ function setup() {
   const db = openDatabase(path);
   migrate(db, path);
   const buffer = createWriteLockBuffer();
-  return { db, storage: new SqliteConversationStorage(db, new WriteLock(buffer, ownerToken(0))), otherShard: new WriteLock(buffer, ownerToken(1)) };
+  return { storage: new SqliteConversationStorage(db, new WriteLock(buffer, ownerToken(0))), otherShard: new WriteLock(buffer, ownerToken(1)) };
 }
 
 const conv = (sender: string): ConversationRef => ({ dbId: null, agent: 'a', sender, title: '', stored: 0 });
@@ -61,26 +60,5 @@ describe('SqliteConversationStorage', () => {
     expect(results[0]).toBeNull();
     expect(results[1]).toBeInstanceOf(Error);
     expect((await storage.allMessages(good.dbId!)).map((m) => m.content)).toEqual(['kept']);
-  });
-
-  it('stores content given as UTF-8 bytes as the same searchable text as content given as a string', async () => {
-    const { db, storage } = setup();
-    const text = 'plain é ñ 日本語 🙂 zebra words';
-    const shared = new Uint8Array(new SharedArrayBuffer(Buffer.byteLength(text)));
-    shared.set(Buffer.from(text));
-    const asBytes = conv('bytes');
-    const asText = conv('text');
-    expect(await storage.writeTurns([
-      { conv: asBytes, messages: [{ role: 'user', content: text }, { role: 'assistant', content: 'answer' }], contentUtf8: [shared, null] },
-      { conv: asText, messages: [{ role: 'user', content: text }] },
-    ])).toEqual([null, null]);
-    expect((await storage.allMessages(asBytes.dbId!)).map((m) => m.content)).toEqual([text, 'answer']);
-    const rows = db.prepare('SELECT typeof(content) AS type, content FROM messages ORDER BY id').all() as { type: string; content: string }[];
-    expect(rows).toEqual([{ type: 'text', content: text }, { type: 'text', content: 'answer' }, { type: 'text', content: text }]);
-    // Equal to the text bound as a string, so the same in comparisons and in the search index.
-    expect(db.prepare('SELECT COUNT(DISTINCT content) AS n FROM messages WHERE role = ?').get('user')).toEqual({ n: 1 });
-    new SearchIndex(db).catchUpAll(100);
-    const hits = db.prepare("SELECT conversation_id FROM messages_fts WHERE messages_fts MATCH 'zebra' ORDER BY conversation_id").all();
-    expect(hits).toEqual([{ conversation_id: asBytes.dbId }, { conversation_id: asText.dbId }]);
   });
 });

@@ -36,9 +36,12 @@ export class WriterHost {
   #worker: Worker | null = null;
   #generation = 0;
   #closing = false;
+  /** The first writer ran: from then on a lost one is replaced (a failed first start fails the daemon's). */
+  #started = false;
   #closedWaiter: (() => void) | null = null;
   #replaced: () => void = () => undefined;
-  #replacements = 0;
+  /** Ports handed to shards while no writer ran. */
+  readonly #unserved: MessagePort[] = [];
 
   private constructor(opts: WriterHostOptions) {
     this.#o = opts;
@@ -49,12 +52,8 @@ export class WriterHost {
   static async start(opts: WriterHostOptions): Promise<WriterHost> {
     const host = new WriterHost(opts);
     await host.#spawn();
+    host.#started = true;
     return host;
-  }
-
-  /** Writers started to replace a lost one. */
-  get replacements(): number {
-    return this.#replacements;
   }
 
   /** Called once a replacement writer is started: give every live shard `portForShard()`. */
@@ -65,12 +64,10 @@ export class WriterHost {
   /** A fresh port to the current writer for a shard (and for each replacement shard). */
   portForShard(): MessagePort {
     const { port1, port2 } = new MessageChannel();
-    this.#post({ type: 'port', port: port1 }, [port1]);
+    // Between a frozen writer's termination and its replacement, the port waits for the replacement.
+    if (this.#worker === null) this.#unserved.push(port1);
+    else this.#worker.postMessage({ type: 'port', port: port1 } satisfies ToWriter, [port1]);
     return port2;
-  }
-
-  #post(msg: ToWriter, transfer: MessagePort[] = []): void {
-    this.#worker?.postMessage(msg, transfer);
   }
 
   #spawn(): Promise<void> {
@@ -81,6 +78,7 @@ export class WriterHost {
     const init: WriterInit = { path, writeLock, logLevel, heartbeat, heartbeatMs: this.#watchdog.intervalMs, crashToken, stallToken };
     const worker = new Worker(workerScript('writer-thread'), { workerData: init });
     this.#worker = worker;
+    for (const port of this.#unserved.splice(0)) worker.postMessage({ type: 'port', port } satisfies ToWriter, [port]);
     return new Promise<void>((resolve, reject) => {
       let ready = false;
       worker.on('message', (msg: FromWriter) => {
@@ -92,7 +90,8 @@ export class WriterHost {
       worker.on('error', (err) => this.#o.log.error({ err }, 'the turn writer crashed'));
       worker.on('exit', (code) => {
         if (!ready) reject(new Error(`the turn writer exited with code ${code} during start-up`));
-        if (this.#closing || this.#generation !== generation) return;
+        if (this.#closing || !this.#started || this.#generation !== generation) return;
+        this.#worker = null;
         this.#watchdog.unwatch(0);
         this.#replace(`the turn writer exited with code ${code}`, ready ? 0 : RETRY_MS);
       });
@@ -116,7 +115,6 @@ export class WriterHost {
     this.#o.log.warn({ why }, 'turn writer lost: its pending turns ended with an error; starting a replacement');
     const timer = setTimeout(() => {
       if (this.#closing) return;
-      this.#replacements++;
       this.#spawn().then(
         () => this.#o.log.info('replacement turn writer ready'),
         (err: unknown) => this.#o.log.error({ err }, 'replacement turn writer failed to start; trying again'),
@@ -135,7 +133,7 @@ export class WriterHost {
     if (worker === null) return;
     const closed = new Promise<void>((resolve) => (this.#closedWaiter = resolve));
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-    this.#post({ type: 'shutdown' });
+    worker.postMessage({ type: 'shutdown' } satisfies ToWriter);
     const timer = setTimeout(() => this.#closedWaiter?.(), CLOSE_TIMEOUT_MS);
     await Promise.race([closed, exited]);
     clearTimeout(timer);

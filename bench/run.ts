@@ -6,7 +6,8 @@
  *   npm run bench [-- --quick] [-- --suite NAME] [-- --workers N] [-- --baseline DIR]
  *
  * --baseline DIR: a built checkout of another commit (`npm run build` there);
- * suites that compare before/after (turncost) run its daemon beside this one.
+ * suites that compare before/after (turncost; scaling, for its stored echo
+ * turns) run its daemon beside this one.
  *
  * Anchors: the floor (a minimal Node length-prefix server, bench/floor-server.mjs),
  * Redis when `redis-server` is on the PATH, and per suite what it names.

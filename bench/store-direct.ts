@@ -65,7 +65,7 @@ try {
   await seedInGroupCommits((turns) => shard.writeTurns(turns));
   const pgSeedMs = performance.now() - started;
   const sqliteStarted = performance.now();
-  await seedInGroupCommits(async (turns) => sqlite.writeTurns(turns));
+  await seedInGroupCommits(async (turns) => sqlite.writeTurns(turns).map((r) => (r instanceof Error ? r : null)));
   Report.progress(`seeded ${MESSAGES} messages: PostgreSQL ${(pgSeedMs / 1000).toFixed(1)} s, SQLite ${((performance.now() - sqliteStarted) / 1000).toFixed(1)} s`);
 
   const stores: Store[] = [

@@ -34,7 +34,7 @@ const IDLE = new Set(['(idle)', 'atomicsWaitLoop']);
 export const LOCK_WAIT = 'waiting for the write lock (wall time, not CPU)';
 
 /** What a thread is, from the code it ran. */
-export type ThreadKind = 'main' | 'shard' | 'storage' | 'other';
+export type ThreadKind = 'main' | 'shard' | 'storage' | 'writer' | 'other';
 
 /** A stage of a turn and the rule that claims a project function for it. */
 interface StageRule {
@@ -55,7 +55,7 @@ const MAIN_RULES: StageRule[] = [
 const SHARD_RULES: StageRule[] = [
   { stage: 'shard: hop back (post)', file: /worker\/outbox\.js$/, fn: /^(flush|#?takeSections|#?takeEvents)$/ },
   { stage: 'shard: encode frames', file: /worker\/(outbox|utf8-scratch)\.js$|shared\/codec\.js$/ },
-  { stage: 'shard: commit', file: /worker\/(store|turn-writer)\.js$|shared\/(db|write-lock)\.js$/ },
+  { stage: 'shard: commit (hand to the writer thread)', file: /worker\/(store|turn-writer|writer-client)\.js$|shared\/(db|write-lock)\.js$/ },
   { stage: 'shard: hop in (receive, schedule)', file: /worker\/(shard|turn-scheduler|conversation-table)\.js$/ },
   { stage: 'shard: run (agent loop, model, reply)', file: /worker\/|shared\// },
 ];
@@ -81,6 +81,7 @@ const projectFile = (url: string): string | null => {
 function stageOf(kind: ThreadKind, stack: ProfileNode[]): string {
   const leaf = stack[0]!.callFrame;
   if (leaf.functionName === 'acquire' && leaf.url.endsWith('shared/write-lock.js')) return LOCK_WAIT;
+  if (kind === 'writer') return 'writer: commit (every shard\'s turns)';
   if (kind === 'storage' || kind === 'other') return `${kind} threads`;
   const rules = kind === 'main' ? MAIN_RULES : SHARD_RULES;
   for (const n of stack) {
@@ -100,6 +101,7 @@ function threadKind(p: CpuProfile, fileName: string): ThreadKind {
   const urls = p.nodes.map((n) => n.callFrame.url);
   if (urls.some((u) => u.endsWith('worker/shard.js'))) return 'shard';
   if (urls.some((u) => u.endsWith('worker/storage-tasks.js'))) return 'storage';
+  if (urls.some((u) => u.endsWith('worker/writer-thread.js'))) return 'writer';
   return 'other';
 }
 

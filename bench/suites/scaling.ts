@@ -5,9 +5,10 @@
  * on the same machine, so on few cores it competes with the shards.
  *
  * Then cheap turns: stored one-word echo turns per second (32 connections × 8
- * in flight) beside the same load with persistence off, at 2, 4, 8 and 16
- * workers whatever the core count (the write lock's contention shows with
- * more shards than cores too). Stored turns must not fall as workers are
+ * in flight) beside the same load with persistence off, at 1, 2, 4, 8 and 16
+ * workers whatever the core count (contention for the one SQLite writer shows
+ * with more shards than cores too; 1 worker says whether a lone shard would
+ * do better committing on its own connection than through the writer thread). Stored turns must not fall as workers are
  * added, and the rate with persistence off must not fall from 8 to 16.
  */
 import { availableParallelism } from 'node:os';
@@ -18,32 +19,44 @@ import { startAgentd } from '../lib/processes.ts';
 import { Report } from '../lib/report.ts';
 
 const CPU_US = 2_000;
-const ECHO_WORKERS = [2, 4, 8, 16];
+const ECHO_WORKERS = [1, 2, 4, 8, 16];
 
-/** Stored echo turns/s and persistence-off echo turns/s at each of ECHO_WORKERS, interleaved round by round. */
+/**
+ * Stored echo turns/s and persistence-off echo turns/s at each of
+ * ECHO_WORKERS, interleaved round by round. With `--baseline DIR` the
+ * baseline checkout's daemon runs the stored load too, right beside this
+ * one's in every round (persistence off does not touch the store, so it runs
+ * once), so a before/after ratio does not depend on when the machine was busy.
+ */
 async function echoScaling(ctx: BenchContext): Promise<void> {
   const rates = new Map<string, number[]>();
+  const roots: (string | undefined)[] = ctx.baseline === undefined ? [undefined] : [undefined, ctx.baseline];
+  const runs = [...roots.map((root) => ({ root, persist: true })), { root: undefined, persist: false }];
   for (let round = 0; round < ctx.report.rounds; round++) {
     for (const workers of round % 2 === 0 ? ECHO_WORKERS : [...ECHO_WORKERS].reverse()) {
-      for (const persist of [true, false]) {
-        const d = await startAgentd(workers, { assistant: { model: 'echo' } }, persist ? {} : { persist: false });
+      for (const { root, persist } of round % 2 === 0 ? runs : [...runs].reverse()) {
+        const d = await startAgentd(workers, { assistant: { model: 'echo' } }, persist ? {} : { persist: false }, undefined, [], root);
         try {
           const cs = await Promise.all(Array.from({ length: 32 }, (_, i) => frameClient(d.unix, turnBody(`sc${i}`))));
           const r = await throughput(cs, 8, ctx.sizes.rateMs, ctx.sizes.warmupMs);
           for (const c of cs) c.close();
-          const k = `${workers}:${persist}`;
+          const k = `${workers}:${persist}:${root ?? ''}`;
           rates.set(k, [...(rates.get(k) ?? []), r]);
         } finally {
           await d.stop();
         }
       }
     }
-    Report.progress(`scaling: echo turns, stored and persistence off, workers ${ECHO_WORKERS.join(', ')}: round ${round + 1}/${ctx.report.rounds}`);
+    Report.progress(`scaling: echo turns, stored${ctx.baseline === undefined ? '' : ' (this checkout and the baseline)'} and persistence off, workers ${ECHO_WORKERS.join(', ')}: round ${round + 1}/${ctx.report.rounds}`);
   }
   for (const n of ECHO_WORKERS) {
-    const stored = rates.get(`${n}:true`)!;
-    const off = rates.get(`${n}:false`)!;
+    const stored = rates.get(`${n}:true:`)!;
+    const off = rates.get(`${n}:false:`)!;
     ctx.report.add({ suite: 'scaling', name: `stored echo turns 32x8, ${n} workers`, unit: 'turns/s', value: median(stored), anchor: 'persist off', anchor_value: median(off), spread: spread(stored) });
+    if (ctx.baseline === undefined) continue;
+    const before = rates.get(`${n}:true:${ctx.baseline}`)!;
+    ctx.report.add({ suite: 'scaling', name: `stored echo turns 32x8, ${n} workers, baseline checkout`, unit: 'turns/s', value: median(before), anchor: 'persist off', anchor_value: median(off), spread: spread(before) });
+    ctx.report.add({ suite: 'scaling', name: `stored echo turns 32x8, ${n} workers, this checkout`, unit: 'turns/s', value: median(stored), anchor: 'baseline checkout', anchor_value: median(before), spread: spread(stored) });
   }
 }
 

@@ -32,6 +32,7 @@ import { EventBus, type SubscriptionInfo } from './event-bus.ts';
 import { limitsOf } from './limits.ts';
 import { ObserverHub } from './observers.ts';
 import { StoragePool } from './storage-pool.ts';
+import { WriterHost } from './writer-host.ts';
 import { readStartupState, type StartupState } from './startup-state.ts';
 import { describeStore, type StoreLocation } from '../shared/store-location.ts';
 import { busTurn } from './turn-request.ts';
@@ -40,6 +41,9 @@ import { McpHub } from './mcp-hub.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, Configuration). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
+/** Test-only: a turn whose content equals these crashes / freezes the turn writer thread (SQLite). */
+const WRITER_CRASH_TOKEN_ENV = 'AGENTD_TEST_WRITER_CRASH_TOKEN';
+const WRITER_STALL_TOKEN_ENV = 'AGENTD_TEST_WRITER_STALL_TOKEN';
 /** How long a closing connection may take to flush before it is cut. */
 const CONNECTION_CLOSE_MS = 500;
 
@@ -62,6 +66,8 @@ interface DaemonParts {
   pool: ShardPool;
   /** null when persistence is off. */
   storage: StoragePool | null;
+  /** The turn writer thread (SQLite only). */
+  writer: WriterHost | null;
   observers: ObserverHub;
   /** The MCP thread, owner of every MCP connection. */
   mcp: McpHub;
@@ -171,6 +177,7 @@ export class Daemon implements ConnectionHost {
     await Promise.all([...this.#parts.connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
     for (const server of this.#servers) if (server.listening) server.close();
     await this.#parts.pool.close();
+    await this.#parts.writer?.close();
     await this.#parts.mcp.close();
     await this.#parts.storage?.close();
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
@@ -191,6 +198,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const store = config.persist ? config.store : null;
   const writeLock = createWriteLockBuffer();
   const { storage, startup } = await openStorage(config, store, writeLock, log);
+  const writer = store?.kind === 'sqlite' ? await startWriter(config, store.path, writeLock, log) : null;
   const agents = new AgentRegistry(startup.agents, DEFAULT_AGENT_NAME);
   const lifecycle: Lifecycle = { closing: false };
   const connections = new Map<number, Connection>();
@@ -232,7 +240,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     init: (index) => ({
       index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
       crashToken, store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock, harnessPort: harness.portForShard(),
-      mcpPort: mcp.portForShard(),
+      mcpPort: mcp.portForShard(), writerPort: writer?.portForShard() ?? null,
     }),
     deliver: (conn, frames) => connections.get(conn)?.write(frames),
     agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
@@ -241,8 +249,9 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     },
     chainTurnEnded: (chain) => bus.chainTurnEnded(chain),
   };
+  writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
   await Promise.all([pool.start(outputs), mcp.ready]);
-  return { config, log, lifecycle, connections, pool, storage, observers, mcp, dispatch, connectionLimits, limiter };
+  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch, connectionLimits, limiter };
 }
 
 /**
@@ -266,6 +275,14 @@ async function openStorage(config: ResolvedConfig, store: StoreLocation | null, 
   storage.startMaintenance(CHECKPOINT_INTERVAL_MS, config.walMaxBytes, (err) => log.warn({ err }, 'store upkeep (checkpoint) failed'));
   storage.startIndexing(INDEX_INTERVAL_MS, INDEX_BATCH, (err) => log.warn({ err }, 'search indexing failed'));
   return { storage, startup };
+}
+
+/** Starts the thread that commits every shard's turns (SQLite), once the store is prepared. */
+function startWriter(config: ResolvedConfig, path: string, writeLock: SharedArrayBuffer, log: Logger): Promise<WriterHost> {
+  const crashToken = process.env[WRITER_CRASH_TOKEN_ENV] || null;
+  const stallToken = process.env[WRITER_STALL_TOKEN_ENV] || null;
+  if (crashToken !== null || stallToken !== null) log.warn(`${WRITER_CRASH_TOKEN_ENV} or ${WRITER_STALL_TOKEN_ENV} is set: turn writer fault injection is on (tests only)`);
+  return WriterHost.start({ path, writeLock, logLevel: config.logLevel, log, stallMs: config.shardStallMs, crashToken, stallToken });
 }
 
 export function startDaemon(config: ResolvedConfig): Promise<Daemon> {

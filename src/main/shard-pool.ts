@@ -20,7 +20,7 @@
  * terminated and replaced exactly as a crashed one is; the replacement first
  * stores the turns it was running as ended `stalled`.
  */
-import { Worker } from 'node:worker_threads';
+import { Worker, type MessagePort } from 'node:worker_threads';
 import { workerScript } from './worker-script.ts';
 import { AgentdError, Code } from '../shared/errors.ts';
 import { frameOf, FLAG_LAST, utf8Text } from '../shared/codec.ts';
@@ -39,6 +39,7 @@ import {
   type TurnRequest,
 } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
+import type { WriterPortMessage } from '../shared/writer-threads.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
 import { lostVerdict, TurnLedger, type OpenTurn } from './turn-ledger.ts';
 import { ShardWatchdog } from './shard-watchdog.ts';
@@ -206,6 +207,15 @@ export class ShardPool {
     for (const s of this.#shards) this.#enqueue(s, msg);
   }
 
+  /** Gives every running shard a port to a replacement turn writer (a shard being replaced gets one at its start). */
+  giveWriterPorts(portFor: () => MessagePort): void {
+    for (const s of this.#shards) {
+      if (s.worker === null) continue;
+      const port = portFor();
+      s.worker.postMessage({ type: 'writer_port', port } satisfies WriterPortMessage, [port]);
+    }
+  }
+
   /** Asks every shard for its active conversations. */
   async activeConversations(agent: string | null, sender: string | null): Promise<ActiveConversation[]> {
     return (await this.#askAll((id) => ({ type: 'active_query', id, agent, sender }), QUERY_TIMEOUT_MS)).flat();
@@ -276,7 +286,7 @@ export class ShardPool {
     const init: ShardInit = { ...outputs.init(shard.index), heartbeat, heartbeatMs: this.#watchdog.intervalMs, stalled };
     const worker = new Worker(workerScript('shard'), {
       workerData: init,
-      transferList: [init.harnessPort, init.mcpPort],
+      transferList: init.writerPort === null ? [init.harnessPort, init.mcpPort] : [init.harnessPort, init.mcpPort, init.writerPort],
       resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
     });
     shard.worker = worker;

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 
-export function workerScript(name: 'shard' | 'storage-tasks' | 'mcp-thread'): string {
+export function workerScript(name: 'shard' | 'storage-tasks' | 'mcp-thread' | 'writer-thread'): string {
   const file = FROM_SOURCE ? `../worker/${name}-bootstrap.mjs` : `../worker/${name}.js`;
   return fileURLToPath(new URL(file, import.meta.url));
 }

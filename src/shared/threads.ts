@@ -19,8 +19,10 @@ export interface ShardInit {
   memoryConversations: number;
   /** This shard's share of `memory_bytes`: idle conversations are evicted while their histories hold more. */
   memoryBytes: number;
-  /** The shards' shared write lock (see WriteLock; used by SQLite only). */
+  /** The shared SQLite write lock (see WriteLock), taken around this shard's own writes (summaries, deletes, stalled turns). */
   writeLock: SharedArrayBuffer;
+  /** SQLite: this shard's port to the turn writer thread, which commits every shard's turns (writer-threads.ts); null otherwise. */
+  writerPort: MessagePort | null;
   /** comlink port to main's harness host (capabilities). */
   harnessPort: MessagePort;
   /** Port to the MCP thread, which owns every MCP connection (mcp-threads.ts). */

@@ -1,15 +1,19 @@
 /**
- * One writer at a time, across shard threads, without SQLite's busy handler.
+ * One writer at a time, across threads, without SQLite's busy handler.
  *
- * SQLite allows a single writer; when two shards collide, the loser's busy
- * handler sleeps in steps of 1, 2, 5, 10… ms, so a collision costs
- * milliseconds (measured: two shards stored fewer turns per second than
- * one). Shards take this lock, a word in a SharedArrayBuffer, around each
- * write transaction instead: a waiter parks in Atomics.wait and is woken the
- * moment the holder releases, so a collision costs microseconds.
+ * SQLite allows a single writer; when two connections collide, the loser's
+ * busy handler sleeps in steps of 1, 2, 5, 10… ms, so a collision costs
+ * milliseconds. Every thread that writes SQLite takes this lock, a word in a
+ * SharedArrayBuffer, around each write transaction instead: a waiter parks
+ * in Atomics.wait and is woken the moment the holder releases, so a
+ * collision costs microseconds. Turn commits, the bulk of the writes, come
+ * from one thread (the turn writer, worker/group-commit.ts); the rest are
+ * the storage threads' upkeep and indexing and the shards' rare writes
+ * (summaries, deletes, stalled turns).
  *
- * The word holds the owner's token (shard index + 1). If a shard dies while
- * holding it, main releases it on the dead shard's behalf.
+ * The word holds the owner's token (shard index + 1, or one of the tokens
+ * below). If a shard or the writer dies while holding it, main releases it
+ * on the dead thread's behalf.
  */
 const FREE = 0;
 /** Re-checks the word this often while waiting, in case a wake-up was missed. */
@@ -22,6 +26,9 @@ export function createWriteLockBuffer(): SharedArrayBuffer {
 /** The storage pool's threads share one token, outside the shards' (1..N). */
 export const STORAGE_POOL_TOKEN = -1;
 
+/** The turn writer thread's token (worker/writer-thread.ts). */
+export const WRITER_TOKEN = -2;
+
 export function ownerToken(shardIndex: number): number {
   return shardIndex + 1;
 }
@@ -33,11 +40,6 @@ export class WriteLock {
   constructor(buffer: SharedArrayBuffer, token: number) {
     this.#word = new Int32Array(buffer);
     this.#token = token;
-  }
-
-  /** Takes the lock if it is free now; never waits. */
-  tryAcquire(): boolean {
-    return Atomics.compareExchange(this.#word, 0, FREE, this.#token) === FREE;
   }
 
   acquire(): void {

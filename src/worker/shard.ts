@@ -1,7 +1,8 @@
 /**
  * Shard entry point: one worker thread owning the conversations of the pairs
  * that hash to it, with its own storage (store-backends.ts: a SQLite
- * connection or a PostgreSQL client). It takes batches of messages from
+ * connection for reads, with turns committed by the turn writer thread, or a
+ * PostgreSQL client). It takes batches of messages from
  * main, and sends back batches of ready-encoded frames.
  */
 import { parentPort, workerData } from 'node:worker_threads';
@@ -17,12 +18,15 @@ import { McpTools } from './mcp-tools.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
 import { startHeartbeat } from './liveness.ts';
 import { recordStalledTurns } from './stalled-turns.ts';
+import { WriterClient } from './writer-client.ts';
+import type { WriterPortMessage } from '../shared/writer-threads.ts';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
 const log = createLogger(init.logLevel, { shard: init.index });
 const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
-const store = init.store === null ? null : await openConversationStorage(init.store, new WriteLock(init.writeLock, ownerToken(init.index)), log);
+const writer = init.writerPort === null ? null : new WriterClient(init.writerPort);
+const store = init.store === null ? null : await openConversationStorage(init.store, new WriteLock(init.writeLock, ownerToken(init.index)), writer, log);
 const scheduler = new TurnScheduler({
   outbox,
   agents: init.agents,
@@ -39,7 +43,9 @@ startHeartbeat(init.heartbeat, init.heartbeatMs);
 // listener below is added): the pair's next turn must see how the stalled one ended.
 if (store !== null) await recordStalledTurns(store, init.stalled, log);
 
-port.on('message', (batch: ToShard[]) => {
+port.on('message', (batch: ToShard[] | WriterPortMessage) => {
+  // Main replaced the turn writer: batches waiting on the old one have failed already.
+  if (!Array.isArray(batch)) return writer?.attach(batch.port);
   for (const msg of batch) {
     if (msg.type === 'turn') decodeTurnContent(msg); // a big content arrives as bytes main left undecoded
     if (init.crashToken !== null && msg.type === 'turn' && msg.content === init.crashToken) {

@@ -2,7 +2,7 @@
  * The store URL's backend: what a shard and a storage-pool thread open.
  * SQLite is built in; PostgreSQL lives in ./pg-store (loaded only when a
  * postgres:// URL asks for it, so SQLite users never load its driver).
- * The shards' write lock is a SQLite detail: a server orders its own writers.
+ * The write lock and the turn writer thread are SQLite details: a server orders its own writers.
  */
 import { openDatabase } from '../shared/db.ts';
 import type { Logger } from '../shared/log.ts';
@@ -11,6 +11,7 @@ import type { WriteLock } from '../shared/write-lock.ts';
 import type { ConversationStorage, DaemonStorage } from './storage-contract.ts';
 import { SqliteConversationStorage } from './store.ts';
 import { SqliteDaemonStorage } from './daemon-store.ts';
+import type { WriterClient } from './writer-client.ts';
 
 /** What ./pg-store exports. */
 export interface PgStoreModule {
@@ -25,9 +26,12 @@ function loadPgStore(): Promise<PgStoreModule> {
   return import(PG_MODULE.href) as Promise<PgStoreModule>;
 }
 
-/** A shard's conversations. */
-export async function openConversationStorage(store: StoreLocation, lock: WriteLock, log: Logger): Promise<ConversationStorage> {
-  if (store.kind === 'sqlite') return new SqliteConversationStorage(openDatabase(store.path), lock);
+/** A shard's conversations (SQLite: `writer` is its client of the turn writer thread, which main starts for SQLite). */
+export async function openConversationStorage(store: StoreLocation, lock: WriteLock, writer: WriterClient | null, log: Logger): Promise<ConversationStorage> {
+  if (store.kind === 'sqlite') {
+    if (writer === null) throw new Error('a SQLite store needs the turn writer thread');
+    return new SqliteConversationStorage(openDatabase(store.path), lock, writer);
+  }
   return (await loadPgStore()).createPgConversationStorage(store.url, log);
 }
 

@@ -1,11 +1,13 @@
 /**
- * A shard's access to stored conversations in SQLite, on its own connection.
- * ConversationStore is the synchronous engine (benchmarks and tests drive it
- * directly); SqliteConversationStorage puts it behind the asynchronous
- * storage contract, with group commit under the shards' write lock. A turn's
- * messages are written in one transaction before its `end` is sent; a
- * conversation comes back from here when it is touched after a restart or
- * after it was evicted from memory.
+ * Stored conversations in SQLite. ConversationStore is the synchronous
+ * engine (benchmarks and tests drive it directly; the turn writer thread
+ * commits every shard's turns with it, see group-commit.ts).
+ * SqliteConversationStorage is a shard's side of the storage contract: reads
+ * and its rare writes (summaries, deletes, stalled turns) on the shard's own
+ * connection under the shared write lock, turn commits through the writer
+ * thread. A turn's messages are written in one transaction before its `end`
+ * is sent; a conversation comes back from here when it is touched after a
+ * restart or after it was evicted from memory.
  */
 import type { Db } from '../shared/db.ts';
 import type { Transaction } from 'better-sqlite3';
@@ -15,6 +17,8 @@ import type { Message } from './models/types.ts';
 import { TITLE_CHARS } from './conversation.ts';
 import type { WriteLock } from '../shared/write-lock.ts';
 import { stalledRecord, type MessageRow, type OutcomeRow, toMessage, toOutcome } from './stored-rows.ts';
+import type { CommitResult } from './group-commit.ts';
+import { WriterLostError, type WriterClient } from './writer-client.ts';
 import { settled, type ConversationRef, type ConversationStorage, type StoredConversation, type TurnOutcome, type TurnRecord } from './storage-contract.ts';
 
 
@@ -101,35 +105,22 @@ export class ConversationStore {
     });
   }
 
-  /** Takes the shards' write lock if it is free; a true result must be followed by writeTurns(…, true). */
-  tryLock(): boolean {
-    return this.#lock.tryAcquire();
-  }
-
   /**
-   * Writes several turns in one transaction and sets each conversation's
-   * `dbId` (`locked`: the caller already holds the write lock). If the batch fails, each turn is retried in a transaction of its
-   * own, so one bad turn cannot sink the others; the result says which failed.
+   * Writes several turns in one transaction under the write lock, sets each
+   * conversation's `dbId`, and returns per turn its conversation's row id or
+   * its error. If the batch fails, each turn is retried in a transaction of
+   * its own, so one bad turn cannot sink the others.
    */
-  writeTurns(turns: readonly TurnRecord[], locked = false): (Error | null)[] {
+  writeTurns(turns: readonly TurnRecord[]): (number | Error)[] {
     try {
       // IMMEDIATE takes SQLite's write lock at BEGIN; holding ours first means it is free.
-      if (locked) {
-        try {
-          this.#writeTurnsTx.immediate(turns)();
-        } finally {
-          this.#lock.release();
-        }
-      } else {
-        this.#lock.with(() => this.#writeTurnsTx.immediate(turns))();
-      }
-      return turns.map(() => null);
+      this.#lock.with(() => this.#writeTurnsTx.immediate(turns))();
+      return turns.map((t) => t.conv.dbId!);
     } catch (batchError) {
       if (turns.length === 1) return [batchError as Error];
       return turns.map((turn) => {
         try {
-          turn.conv.dbId = this.#lock.with(() => this.appendTurn.immediate(turn.conv, turn.messages, turn.outcome));
-          return null;
+          return (turn.conv.dbId = this.#lock.with(() => this.appendTurn.immediate(turn.conv, turn.messages, turn.outcome)));
         } catch (err) {
           return err as Error;
         }
@@ -173,6 +164,12 @@ export class ConversationStore {
     return this.#find.get(agent, sender) !== undefined;
   }
 
+  /** The pair's conversation row and how many messages it holds, if it is stored. */
+  stored(agent: string, sender: string): { id: number; messageCount: number } | null {
+    const c = this.#find.get(agent, sender);
+    return c === undefined ? null : { id: c.id, messageCount: c.message_count };
+  }
+
   /** Every stored message, including those a compaction summarized. */
   allMessages(id: number): Message[] {
     return this.#all.all(id, 0).map(toMessage);
@@ -196,36 +193,25 @@ export class ConversationStore {
   }
 }
 
-/** Event-loop turns a batch may wait for a busy write lock before this shard blocks on it. */
-const MAX_MISSES = 8;
 
-interface WaitingBatch {
-  turns: readonly TurnRecord[];
-  resolve(outcomes: (Error | null)[]): void;
-  reject(err: Error): void;
-}
+/** How a shard's turns reach a commit: the writer thread's client (a test may serve it in-process). */
+export type TurnCommits = Pick<WriterClient, 'commit' | 'close'>;
 
 /**
- * The SQLite side of the storage contract. Every call runs at once and
- * returns a settled promise, except `writeTurns` while another shard holds
- * the write lock: then the batch does not wait. It tries again next
- * event-loop turn, joined by the batches that came meanwhile (one commit for
- * all). After MAX_MISSES tries it waits for the lock, so no turn waits long.
+ * The SQLite side of the storage contract, for one shard. Every call but
+ * `writeTurns` runs at once on the shard's connection and returns a settled
+ * promise; `writeTurns` goes to the writer thread, which commits it with
+ * whatever the other shards sent meanwhile.
  */
 export class SqliteConversationStorage implements ConversationStorage {
   readonly #store: ConversationStore;
   readonly #db: Db;
-  #waiting: WaitingBatch[] = [];
-  #retryScheduled = false;
-  #misses = 0;
-  readonly #retry = (): void => {
-    this.#retryScheduled = false;
-    this.#tryWrite();
-  };
+  readonly #commits: TurnCommits;
 
-  constructor(db: Db, lock: WriteLock) {
+  constructor(db: Db, lock: WriteLock, commits: TurnCommits) {
     this.#db = db;
     this.#store = new ConversationStore(db, lock);
+    this.#commits = commits;
   }
 
   load(agent: string, sender: string): Promise<StoredConversation | null> {
@@ -257,39 +243,37 @@ export class SqliteConversationStorage implements ConversationStorage {
   }
 
   close(): Promise<void> {
+    this.#commits.close();
     return settled(() => void this.#db.close());
   }
 
-  writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
-    return new Promise((resolve, reject) => {
-      this.#waiting.push({ turns, resolve, reject });
-      // A batch already waiting for the lock: this one joins it at its next try.
-      if (!this.#retryScheduled) this.#tryWrite();
+  async writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
+    // Only what a commit needs crosses to the writer (a shard's conversation object holds its whole history).
+    const sent = turns.map(({ conv, messages, outcome }): TurnRecord => ({
+      conv: { dbId: conv.dbId, agent: conv.agent, sender: conv.sender, title: conv.title, stored: conv.stored },
+      messages,
+      outcome: outcome ?? null,
+    }));
+    let results: CommitResult[];
+    try {
+      results = await this.#commits.commit(sent);
+    } catch (err) {
+      if (!(err instanceof WriterLostError)) throw err;
+      // In doubt: the writer may have committed a turn just before it was lost. It is gone now, so the store says which.
+      return turns.map((t) => (this.#landed(t) ? null : new Error(`${err.message}; the turn was not stored`)));
+    }
+    return results.map((r, i) => {
+      if (typeof r === 'string') return new Error(r);
+      turns[i]!.conv.dbId = r;
+      return null;
     });
   }
 
-  #tryWrite(): void {
-    const locked = this.#store.tryLock();
-    if (!locked && this.#misses < MAX_MISSES) {
-      this.#misses++;
-      this.#retryScheduled = true;
-      setImmediate(this.#retry);
-      return;
-    }
-    this.#misses = 0;
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    const turns = waiting.length === 1 ? waiting[0]!.turns : waiting.flatMap((w) => w.turns);
-    let outcomes: (Error | null)[];
-    try {
-      outcomes = this.#store.writeTurns(turns, locked);
-    } catch (err) {
-      // The commit itself failed (disk full, I/O error): nothing of the batch is stored.
-      for (const w of waiting) w.reject(err as Error);
-      return;
-    }
-    if (waiting.length === 1) return waiting[0]!.resolve(outcomes);
-    let from = 0;
-    for (const w of waiting) w.resolve(outcomes.slice(from, (from += w.turns.length)));
+  /** Whether a turn's commit is in the store (this shard alone writes the pair's turns, one at a time). */
+  #landed({ conv, messages }: TurnRecord): boolean {
+    const row = this.#store.stored(conv.agent, conv.sender);
+    if (row === null || (conv.dbId !== null && row.id !== conv.dbId) || row.messageCount !== conv.stored + messages.length) return false;
+    conv.dbId = row.id;
+    return true;
   }
 }

@@ -7,8 +7,9 @@
  * cost ~50 µs each, sixty-four ~33 µs. A database server gains more: one
  * round trip per batch instead of one per turn.
  *
- * What a backend does while another writer is busy (SQLite: retry next
- * event-loop turn with a bigger batch) lives behind `writeTurns`.
+ * How a backend commits lives behind `writeTurns` (SQLite: the batch goes to
+ * the turn writer thread, which commits it in one transaction with what the
+ * other shards sent meanwhile, see group-commit.ts).
  */
 import type { Message } from './models/types.ts';
 import type { ConversationRef, ConversationStorage, TurnOutcome, TurnRecord } from './storage-contract.ts';

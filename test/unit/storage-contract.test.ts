@@ -9,9 +9,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { openDatabase, SCHEMA_VERSION } from '../../src/shared/db.ts';
+import { SCHEMA_VERSION } from '../../src/shared/db.ts';
 import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
-import { SqliteConversationStorage } from '../../src/worker/store.ts';
 import { SqliteDaemonStorage } from '../../src/worker/daemon-store.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { StopReason, zeroUsage } from '../../src/shared/protocol.ts';
@@ -21,6 +20,7 @@ import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome }
 import { createPgConversationStorage, createPgDaemonStorage } from '../../src/worker/pg-store.ts';
 import { PG_SCHEMA_VERSION } from '../../src/worker/pg-schema.ts';
 import { createTestDatabase, pgUnavailable } from '../helpers/postgres.ts';
+import { InProcessWriter } from '../helpers/sqlite-writer.ts';
 
 const log = createLogger('silent');
 
@@ -82,10 +82,11 @@ const sqlite: Backend = {
     const dir = mkdtempSync(join(tmpdir(), 'agentd-contract-'));
     const path = join(dir, 'agentd.db');
     const buffer = createWriteLockBuffer();
+    const writer = new InProcessWriter(path, buffer);
     const open: { close(): Promise<void> }[] = [];
     const track = <T extends { close(): Promise<void> }>(s: T): T => (open.push(s), s);
     return {
-      conversations: async () => track(new SqliteConversationStorage(openDatabase(path), new WriteLock(buffer, open.length + 1))),
+      conversations: async () => track(writer.shard(open.length + 1)),
       daemon: async () => track(new SqliteDaemonStorage(path, new WriteLock(buffer, open.length + 1))),
       forgeNewerSchema: async () => {
         const db = new Database(path);
@@ -97,6 +98,7 @@ const sqlite: Backend = {
       crash: async () => undefined,
       dispose: async () => {
         await Promise.allSettled(open.map((s) => s.close()));
+        writer.close();
         rmSync(dir, { recursive: true, force: true });
       },
     };

@@ -198,10 +198,25 @@ export class ConversationStore {
 export type TurnCommits = Pick<WriterClient, 'commit' | 'close'>;
 
 /**
+ * A batch holding a message of this many characters or more is committed on
+ * the shard's own connection instead of the writer thread's: the writer
+ * needs its own copy of every message (a clone, or UTF-8 bytes), and for a
+ * 16 MiB request that copy and its serialized form raised the daemon's peak
+ * from about 8x to about 12x the request (bench/big-stream-memory.ts). Such
+ * a batch is rare and dominated by its bytes, so it gains nothing from
+ * sharing a commit. Order holds: a pair's next turn waits for this commit.
+ */
+export const DIRECT_COMMIT_CHARS = 64 * 1024;
+
+const holdsBigMessage = (turns: readonly TurnRecord[]): boolean =>
+  turns.some((t) => t.messages.some((m) => m.content.length >= DIRECT_COMMIT_CHARS));
+
+/**
  * The SQLite side of the storage contract, for one shard. Every call but
  * `writeTurns` runs at once on the shard's connection and returns a settled
  * promise; `writeTurns` goes to the writer thread, which commits it with
- * whatever the other shards sent meanwhile.
+ * whatever the other shards sent meanwhile (a batch with a big message is
+ * committed here, under the write lock: DIRECT_COMMIT_CHARS).
  */
 export class SqliteConversationStorage implements ConversationStorage {
   readonly #store: ConversationStore;
@@ -248,6 +263,7 @@ export class SqliteConversationStorage implements ConversationStorage {
   }
 
   async writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
+    if (holdsBigMessage(turns)) return this.#store.writeTurns(turns).map((r) => (r instanceof Error ? r : null));
     // Only what a commit needs crosses to the writer (a shard's conversation object holds its whole history).
     const sent = turns.map(({ conv, messages, outcome }): TurnRecord => ({
       conv: { dbId: conv.dbId, agent: conv.agent, sender: conv.sender, title: conv.title, stored: conv.stored },

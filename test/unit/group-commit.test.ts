@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { migrate, openDatabase } from '../../src/shared/db.ts';
 import { createWriteLockBuffer, ownerToken, WRITER_TOKEN, WriteLock } from '../../src/shared/write-lock.ts';
-import { ConversationStore, SqliteConversationStorage } from '../../src/worker/store.ts';
+import { ConversationStore, DIRECT_COMMIT_CHARS, SqliteConversationStorage } from '../../src/worker/store.ts';
 import { WriterClient } from '../../src/worker/writer-client.ts';
 import type { CommitRequest } from '../../src/worker/group-commit.ts';
 import type { ConversationRef, ConversationStorage } from '../../src/worker/storage-contract.ts';
@@ -57,6 +57,23 @@ describe('group commit across shards', () => {
     expect(new Set(refs.map((r) => r.dbId)).size).toBe(3);
     // Each shard reads what the writer committed, on its own connection.
     for (const [i, s] of shards.entries()) expect(await contents(s, `s${i}`)).toEqual([`from shard ${i}`]);
+  });
+
+  it("a batch with a big message is committed on the shard's own connection, not sent to the writer", async () => {
+    const { writer, shard } = setup();
+    const s = shard(0);
+    const big = 'ünï '.repeat(DIRECT_COMMIT_CHARS / 4);
+    const before = writer.committer.commits;
+    const ref = conv('big');
+    expect(await s.writeTurns([{ conv: ref, messages: [{ role: 'user', content: big }, { role: 'assistant', content: 'small' }] }])).toEqual([null]);
+    expect(writer.committer.commits).toBe(before);
+    expect(ref.dbId).toBe((await s.load('a', 'big'))!.id);
+    expect(await contents(s, 'big')).toEqual([big, 'small']);
+    // The pair's next, small turn goes through the writer and lands after it.
+    ref.stored = 2;
+    expect(await s.writeTurns([{ conv: ref, messages: [{ role: 'user', content: 'next' }] }])).toEqual([null]);
+    expect(writer.committer.commits).toBe(before + 1);
+    expect(await contents(s, 'big')).toEqual([big, 'small', 'next']);
   });
 
   it('one bad turn fails alone: the other shards\' turns of the same commit are stored', async () => {

@@ -34,9 +34,18 @@ function searchable(m: UnindexedRow): [string, string, string] | null {
   return null;
 }
 
+/**
+ * Bytes of message text one indexing transaction reads at most (a bigger
+ * message goes alone): a batch's strings, their bound copies and FTS5's
+ * position lists live at once, and two 16 MiB messages read together raised
+ * the daemon's peak by about 6x their size after the turn had ended.
+ */
+export const BATCH_TEXT_BYTES = 1024 * 1024;
+
 export class SearchIndex {
   readonly #lock: WithWriteLock;
   readonly #behind;
+  readonly #sizes;
   readonly #unindexed;
   readonly #insert;
   readonly #advance;
@@ -47,15 +56,19 @@ export class SearchIndex {
     this.#behind = db.prepare<[], { behind: number }>(
       'SELECT EXISTS (SELECT 1 FROM messages WHERE id > (SELECT message_id FROM fts_watermark)) AS behind',
     );
+    // octet_length reads a text's size from its record header, without loading the text.
+    this.#sizes = db.prepare<[number], { id: number; bytes: number }>(
+      'SELECT id, octet_length(content) AS bytes FROM messages WHERE id > (SELECT message_id FROM fts_watermark) ORDER BY id LIMIT ?',
+    );
     this.#unindexed = db.prepare<[number], UnindexedRow>(
-      'SELECT id, conversation_id, idx, role, content, tool_calls FROM messages WHERE id > (SELECT message_id FROM fts_watermark) ORDER BY id LIMIT ?',
+      'SELECT id, conversation_id, idx, role, content, tool_calls FROM messages WHERE id > (SELECT message_id FROM fts_watermark) AND id <= ? ORDER BY id',
     );
     this.#insert = db.prepare<[number, string, string, string, number, number]>(
       'INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx) VALUES (?, ?, ?, ?, ?, ?)',
     );
     this.#advance = db.prepare<[number]>('UPDATE fts_watermark SET message_id = ?');
     this.#batchTx = db.transaction((limit: number) => {
-      const rows = this.#unindexed.all(limit);
+      const rows = this.#unindexed.all(lastWithin(this.#sizes.all(limit), BATCH_TEXT_BYTES));
       for (const m of rows) {
         const text = searchable(m);
         if (text !== null) this.#insert.run(m.id, ...text, m.conversation_id, m.idx);
@@ -66,9 +79,11 @@ export class SearchIndex {
   }
 
   /**
-   * Indexes up to `limit` messages above the watermark in one transaction;
-   * returns how many it read (fewer than `limit`: the index is caught up).
-   * Takes the write lock only when there is something to index.
+   * Indexes up to `limit` messages above the watermark, and at most
+   * BATCH_TEXT_BYTES of their text, in one transaction; returns how many it
+   * read (0: the index is caught up; fewer than `limit`: caught up, or the
+   * batch was cut at its bytes). Takes the write lock only when there is
+   * something to index.
    */
   catchUp(limit: number): number {
     if (this.#behind.get()!.behind === 0) return 0;
@@ -77,6 +92,14 @@ export class SearchIndex {
 
   /** Indexes everything committed so far, in batches of `batch`. */
   catchUpAll(batch: number): void {
-    while (this.catchUp(batch) === batch);
+    while (this.catchUp(batch) > 0);
   }
+}
+
+/** The id of the last message of `sizes` (in id order) whose running total of bytes stays within `budget`; at least the first. */
+function lastWithin(sizes: readonly { id: number; bytes: number }[], budget: number): number {
+  let total = sizes[0]!.bytes;
+  let last = 0;
+  while (last + 1 < sizes.length && total + sizes[last + 1]!.bytes <= budget) total += sizes[++last]!.bytes;
+  return sizes[last]!.id;
 }

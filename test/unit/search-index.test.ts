@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
 import { ConversationStore } from '../../src/worker/store.ts';
-import { SearchIndex } from '../../src/worker/search-index.ts';
+import { BATCH_TEXT_BYTES, SearchIndex } from '../../src/worker/search-index.ts';
 import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
 import type { Message } from '../../src/worker/models/types.ts';
 
@@ -41,6 +41,22 @@ describe('search index', () => {
     expect(indexed()).toEqual(messageIds());
     expect(index.catchUp(4)).toBe(0);
     expect(matches('fig')).toBe(5);
+  });
+
+  it('cuts a batch at BATCH_TEXT_BYTES of text: a big message goes alone, and the rest follows', () => {
+    const big = 'kiwi '.repeat(BATCH_TEXT_BYTES / 5 + 1);
+    append('big', [user(big), assistant(big), user('lime')]);
+    expect(index.catchUp(10)).toBe(1);
+    expect(indexed()).toEqual(messageIds().slice(0, 1));
+    expect(index.catchUp(10)).toBe(1);
+    expect(index.catchUp(10)).toBe(1);
+    expect(index.catchUp(10)).toBe(0);
+    expect(matches('kiwi')).toBe(2);
+    // Small messages still go many to a batch.
+    for (let i = 0; i < 5; i++) append(`s${i}`, [user(`fig ${i}`)]);
+    expect(index.catchUp(10)).toBe(5);
+    index.catchUpAll(1);
+    expect(indexed()).toEqual(messageIds());
   });
 
   it('never indexes tool output or arguments, only tool names', () => {

@@ -114,10 +114,14 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     const b = await join('b');
     await waitFor(() => servedBy(a) === PARTITIONS / 2 && servedBy(b) === PARTITIONS / 2, 'a and b to serve half each', SETTLE_MS);
     const ofA = a.leases.served();
+    const underA = await shard(a.leases);
+    expect(await underA.writeTurns([{ conv: ref(senderIn(ofA[0]!)), messages: [user('while a serves')] }])).toEqual([null]);
     const cut = events.length;
     await a.nc.close();
     await waitFor(() => servedBy(b) === PARTITIONS, 'b to take over every partition', SETTLE_MS);
     expect(servedBy(a)).toBe(0);
+    const [late] = await underA.writeTurns([{ conv: ref(senderIn(ofA[0]!, [senderIn(ofA[0]!)])), messages: [user('after a was cut off')] }]);
+    expect(late?.message).toMatch(/this node does not own cluster partition/);
     const after = events.slice(cut);
     const lastLossOfA = after.findLastIndex((e) => e.node === 'a' && e.kind === 'lost');
     const firstGainOfB = after.findIndex((e) => e.node === 'b' && e.kind === 'gained' && ofA.includes(e.partition));

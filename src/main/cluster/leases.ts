@@ -147,19 +147,38 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     this.#kv = await kvm.create(this.#bucket, { history: 1 });
     const first = await this.#heartbeat();
     if (first === null) throw new Error(`cluster node ${this.node}: the first heartbeat to NATS bucket ${this.#bucket} failed`);
-    const watch = await this.#kv.watch({ key: '>' });
+    await this.#openWatch(first);
+    this.#o.log.info({ node: this.node, partitions: this.partitions, leaseMs: this.leaseMs }, 'cluster node joined');
+    this.#schedule(0);
+  }
+
+  /**
+   * Watches the bucket; resolves once the watch has delivered this node's
+   * heartbeat of `revision` (so it has read every entry older than that). If
+   * the watch ends while the node runs, the node can no longer see others
+   * take its partitions: it stops serving, and the next round watches again.
+   */
+  async #openWatch(revision: number): Promise<void> {
+    const watch = await this.#kv!.watch({ key: '>' });
     this.#watch = watch;
     let caughtUp!: () => void;
     const ready = new Promise<void>((resolve) => (caughtUp = resolve));
     void (async () => {
-      for await (const e of watch) {
-        this.#observe(e);
-        if (e.key === `node.${this.node}` && e.revision >= first) caughtUp();
+      try {
+        for await (const e of watch) {
+          this.#observe(e);
+          if (e.key === `node.${this.node}` && e.revision >= revision) caughtUp();
+        }
+      } finally {
+        if (this.#watch === watch) this.#watch = null;
+        if (!this.#stopped) {
+          this.#o.log.warn({ node: this.node }, 'cluster bucket watch ended; serving nothing until it is watched again');
+          this.#dropAll('lease');
+        }
+        caughtUp();
       }
-    })().catch((err: unknown) => this.#o.log.warn({ err: (err as Error).message, node: this.node }, 'cluster bucket watch ended'));
+    })().catch((err: unknown) => this.#o.log.warn({ err: (err as Error).message, node: this.node }, 'cluster bucket watch failed'));
     await ready;
-    this.#o.log.info({ node: this.node, partitions: this.partitions, leaseMs: this.leaseMs }, 'cluster node joined');
-    this.#schedule(0);
   }
 
   #observe(e: KvWatchEntry): void {
@@ -231,8 +250,13 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
 
   /** One round: heartbeat, then give up what no longer targets this node and take what does. */
   async #roundOnce(): Promise<void> {
-    await this.#heartbeat();
+    const revision = await this.#heartbeat();
     if (this.#stopped) return;
+    if (this.#watch === null) {
+      if (revision === null) return;
+      await this.#openWatch(revision);
+      if (this.#watch === null) return;
+    }
     if (performance.now() >= this.#validUntil) {
       this.#dropAll('lease');
       return;
@@ -266,7 +290,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     this.#learn(p, this.node, token);
     if (!(await this.#o.claim(p, token))) return;
     const current = this.#parts.get(p);
-    if (this.#stopped || current?.revision !== token || performance.now() >= this.#validUntil) return;
+    if (this.#stopped || this.#watch === null || current?.revision !== token || performance.now() >= this.#validUntil) return;
     this.#served.set(p, token);
     this.emit('gained', p, token);
   }

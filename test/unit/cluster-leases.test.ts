@@ -13,12 +13,15 @@ import type { Message } from '../../src/worker/models/types.ts';
 import { createPgConversationStorage, createPgDaemonStorage } from '../../src/worker/pg-store.ts';
 import type { ConversationRef, ConversationStorage, DaemonStorage } from '../../src/worker/storage-contract.ts';
 import { waitFor } from '../helpers/daemon.ts';
-import { destroyBucket, natsConnection, natsUnavailable, testBucket } from '../helpers/nats.ts';
+import { connect } from '@nats-io/transport-node';
+import { destroyBucket, natsConnection, natsUnavailable, ownNatsUnavailable, startOwnNats, testBucket, type OwnNats } from '../helpers/nats.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 
 const log = createLogger('silent');
 const skip = (await natsUnavailable()) ?? (await pgUnavailable());
 if (skip !== null) console.warn(skip);
+const skipOwn = skip ?? ownNatsUnavailable();
+if (skipOwn !== null && skip === null) console.warn(skipOwn);
 
 const PARTITIONS = 32;
 const LEASE_MS = 2_000;
@@ -47,6 +50,8 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
   let events: { node: string; kind: 'gained' | 'lost'; partition: number; reason?: LossReason }[];
   /** Gains of a partition while another node still served it: must stay empty. */
   let overlaps: string[];
+  /** A NATS server of the test's own, when it stops and restarts one. */
+  let own: OwnNats | null = null;
 
   afterEach(async () => {
     for (const n of nodes.splice(0)) {
@@ -55,7 +60,9 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
       await n.store.close();
     }
     for (const close of closers.splice(0)) await close();
-    await destroyBucket(bucket);
+    if (own === null) await destroyBucket(bucket);
+    await own?.remove();
+    own = null;
     await db.drop();
   });
 
@@ -69,8 +76,9 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     await prepare.close();
   }
 
+  /** A node on the development NATS (closing its connection cuts it off), or on `own`, reconnecting to it. */
   async function join(name: string): Promise<Node> {
-    const nc = await natsConnection();
+    const nc = own === null ? await natsConnection() : await connect({ servers: own.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     const store = await createPgDaemonStorage(db.url, log);
     const leases = new LeaseManager({ nc, node: name, partitions: PARTITIONS, leaseMs: LEASE_MS, bucket, log, claim: (p, t) => store.claimPartition!(p, t) });
     leases.on('gained', (partition) => {
@@ -175,6 +183,25 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     expect(await underB.exists('a', doomed)).toBe(false);
     expect(await underB.writeTurns([{ conv: { ...first, stored: 1 }, messages: [user('written by b')] }])).toEqual([null]);
     expect((await underB.load('a', kept))?.recent).toEqual([user('written by a'), user('written by b')]);
+  });
+
+  it.skipIf(skipOwn !== null)('stops serving everything while NATS is down, and serves every partition again, under newer tokens, once it is back', async () => {
+    await fresh();
+    own = await startOwnNats();
+    const a = await join('a');
+    const b = await join('b');
+    await waitFor(() => servedBy(a) === PARTITIONS / 2 && servedBy(b) === PARTITIONS / 2, 'a and b to serve half each', SETTLE_MS);
+    const tokenOf = (p: number) => a.leases.tokenOf(p) ?? b.leases.tokenOf(p);
+    const before = Array.from({ length: PARTITIONS }, (_, p) => tokenOf(p));
+    expect(before.every((t) => t !== null)).toBe(true);
+    const ofA = a.leases.served();
+    await own.stop();
+    await waitFor(() => servedBy(a) === 0 && servedBy(b) === 0, 'both nodes to stop serving', SETTLE_MS);
+    await own.restart();
+    await waitFor(() => settled(a, b) && servedBy(a) === PARTITIONS / 2, 'a and b to serve every partition again', SETTLE_MS);
+    expect(a.leases.served()).toEqual(ofA);
+    for (let p = 0; p < PARTITIONS; p++) expect(tokenOf(p), `partition ${p}`).toBeGreaterThan(before[p]!);
+    expect(overlaps).toEqual([]);
   });
 
   it('refuses a write for a partition the node does not serve before it reaches the store', async () => {

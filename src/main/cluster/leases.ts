@@ -37,7 +37,7 @@ export const DEFAULT_LEASE_MS = 5_000;
 /** The share of `leaseMs`, from the send of its last acknowledged heartbeat, a node serves for. */
 const LEASE_SAFETY = 0.6;
 
-/** Heartbeats (and ownership rounds) per lease. */
+/** Heartbeats per lease; ownership rounds run as often, on a timer of their own. */
 const HEARTBEATS_PER_LEASE = 4;
 
 /** Node names are one key token of the bucket: what NATS subjects and file names both allow. */
@@ -93,6 +93,10 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   #validUntil = 0;
   #expiry: NodeJS.Timeout | null = null;
   #tick: NodeJS.Timeout | null = null;
+  #beatTimer: NodeJS.Timeout | null = null;
+  /** The revision of the last acknowledged heartbeat. */
+  #lastBeat = 0;
+  #beat: Promise<unknown> = Promise.resolve();
   #ready: Promise<void> | null = null;
   #stopped = false;
   #round: Promise<void> = Promise.resolve();
@@ -149,7 +153,17 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     if (first === null) throw new Error(`cluster node ${this.node}: the first heartbeat to NATS bucket ${this.#bucket} failed`);
     await this.#openWatch(first);
     this.#o.log.info({ node: this.node, partitions: this.partitions, leaseMs: this.leaseMs }, 'cluster node joined');
+    this.#scheduleBeat();
     this.#schedule(0);
+  }
+
+  /** Heartbeats on their own timer, so a long ownership round never delays one. */
+  #scheduleBeat(): void {
+    if (this.#stopped) return;
+    this.#beatTimer = setTimeout(() => {
+      this.#beatTimer = null;
+      this.#beat = this.#heartbeat().then(() => this.#scheduleBeat());
+    }, this.leaseMs / HEARTBEATS_PER_LEASE);
   }
 
   /**
@@ -208,6 +222,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     try {
       const revision = await this.#kv!.put(`node.${this.node}`, enc.encode(JSON.stringify({ node: this.node })));
       if (this.#stopped) return revision;
+      this.#lastBeat = Math.max(this.#lastBeat, revision);
       this.#validUntil = Math.max(this.#validUntil, sentAt + this.leaseMs * LEASE_SAFETY);
       this.#armExpiry();
       return revision;
@@ -248,13 +263,12 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     }, delay);
   }
 
-  /** One round: heartbeat, then give up what no longer targets this node and take what does. */
+  /** One round: give up what no longer targets this node and take what does. */
   async #roundOnce(): Promise<void> {
-    const revision = await this.#heartbeat();
     if (this.#stopped) return;
     if (this.#watch === null) {
-      if (revision === null) return;
-      await this.#openWatch(revision);
+      if (performance.now() >= this.#validUntil) return;
+      await this.#openWatch(this.#lastBeat);
       if (this.#watch === null) return;
     }
     if (performance.now() >= this.#validUntil) {
@@ -321,7 +335,8 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#tick !== null) clearTimeout(this.#tick);
-    await this.#round;
+    if (this.#beatTimer !== null) clearTimeout(this.#beatTimer);
+    await Promise.all([this.#round, this.#beat]);
     if (this.#expiry !== null) clearTimeout(this.#expiry);
     const owned = [...this.#served.entries()];
     this.#dropAll('stop');

@@ -9,6 +9,9 @@ import { fnv1a32, pairHash } from './hash.ts';
 /** Partitions when the cluster config names none. Fixed for the life of a cluster: a pair's partition must never move. */
 export const DEFAULT_PARTITIONS = 256;
 
+/** Node names are one key token of the cluster's bucket and one subject token: what NATS subjects and file names both allow. */
+export const NODE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
 /**
  * A partition's fencing token: the revision of the key-value entry that gave
  * its owner the partition. Revisions only grow, so a later owner always holds

@@ -26,13 +26,10 @@ import { EventEmitter } from 'node:events';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { Logger } from '../../shared/log.ts';
-import { assignPartitions, type FenceSource } from '../../shared/partitions.ts';
+import { assignPartitions, NODE_NAME, type FenceSource } from '../../shared/partitions.ts';
 
 /** The bucket when none is named. */
 export const DEFAULT_BUCKET = 'agentd_cluster';
-
-/** Default lease: how long a silent node keeps its partitions from everyone else. */
-export const DEFAULT_LEASE_MS = 5_000;
 
 /** The share of `leaseMs`, from the send of its last acknowledged heartbeat, a node serves for. */
 const LEASE_SAFETY = 0.6;
@@ -40,8 +37,6 @@ const LEASE_SAFETY = 0.6;
 /** Heartbeats per lease; ownership rounds run as often, on a timer of their own. */
 const HEARTBEATS_PER_LEASE = 4;
 
-/** Node names are one key token of the bucket: what NATS subjects and file names both allow. */
-export const NODE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 export interface LeaseOptions {
   /** A connected NATS client with JetStream; the caller owns it (closing it cuts this node off). */

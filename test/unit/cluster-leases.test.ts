@@ -14,6 +14,7 @@ import { createPgConversationStorage, createPgDaemonStorage } from '../../src/wo
 import type { ConversationRef, ConversationStorage, DaemonStorage } from '../../src/worker/storage-contract.ts';
 import { waitFor } from '../helpers/daemon.ts';
 import { connect } from '@nats-io/transport-node';
+import { Kvm } from '@nats-io/kv';
 import { destroyBucket, natsConnection, natsUnavailable, ownNatsUnavailable, startOwnNats, testBucket, type OwnNats } from '../helpers/nats.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 
@@ -202,6 +203,17 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     expect(a.leases.served()).toEqual(ofA);
     for (let p = 0; p < PARTITIONS; p++) expect(tokenOf(p), `partition ${p}`).toBeGreaterThan(before[p]!);
     expect(overlaps).toEqual([]);
+  });
+
+  it('takes a partition whose bucket entry is not an owner record', async () => {
+    await fresh();
+    const nc = await natsConnection();
+    closers.push(() => nc.close());
+    const kv = await new Kvm(nc).create(bucket, { history: 1 });
+    const garbage = await kv.put('part.0', new TextEncoder().encode('not json'));
+    const a = await join('a');
+    await waitFor(() => servedBy(a) === PARTITIONS, 'a to serve every partition', SETTLE_MS);
+    expect(a.leases.tokenOf(0)).toBeGreaterThan(garbage);
   });
 
   it('refuses a write for a partition the node does not serve before it reaches the store', async () => {

@@ -204,7 +204,16 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
       if (!Number.isInteger(p) || p < 0 || p >= this.partitions) return;
       const known = this.#parts.get(p);
       if (known !== undefined && known.revision >= e.revision) return;
-      const owner = deleted ? null : ((JSON.parse(e.string()) as { owner: string | null }).owner ?? null);
+      let owner: string | null = null;
+      if (!deleted) {
+        try {
+          const value = JSON.parse(e.string()) as { owner?: unknown };
+          owner = typeof value.owner === 'string' ? value.owner : null;
+        } catch {
+          // Not written by agentd: the partition counts as unowned, and the next take replaces the entry.
+          this.#o.log.warn({ node: this.node, key: e.key }, 'cluster bucket entry is not an owner record');
+        }
+      }
       this.#parts.set(p, { owner, revision: e.revision, at });
       const token = this.#served.get(p);
       if (token !== undefined && e.revision > token) this.#drop(p, 'taken');

@@ -233,6 +233,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
       index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
       crashToken, store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock, harnessPort: harness.portForShard(),
       mcpPort: mcp.portForShard(),
+      fences: null,
     }),
     deliver: (conn, frames) => connections.get(conn)?.write(frames),
     agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),

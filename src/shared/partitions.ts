@@ -81,3 +81,42 @@ export function fenceFor(source: FenceSource, agent: string, sender: string): Fe
   if (token === null) throw new Error(`this node does not own cluster partition ${partition} (of ${agent}/${sender}); the write was refused`);
   return { partition, token };
 }
+
+/**
+ * The node's partition tokens in a SharedArrayBuffer, written by main (the
+ * lease manager's thread) and read by every shard's store before each write:
+ * a Float64Array of 1 + partitions cells. Cell 0 is the end of the node's
+ * lease (epoch ms, as performance.timeOrigin + performance.now() tells it);
+ * cell 1 + P is the token P is served with, 0 while it is not. A shard thus
+ * stops writing when the lease ends even if main's event loop is too busy to
+ * clear the tokens in time.
+ */
+export class SharedFences implements FenceSource {
+  readonly partitions: number;
+  readonly buffer: SharedArrayBuffer;
+  readonly #cells: Float64Array;
+
+  constructor(partitions: number, buffer: SharedArrayBuffer = new SharedArrayBuffer(8 * (partitions + 1))) {
+    if (buffer.byteLength !== 8 * (partitions + 1)) throw new Error(`a fence buffer for ${partitions} partitions must hold ${8 * (partitions + 1)} bytes, not ${buffer.byteLength}`);
+    this.partitions = partitions;
+    this.buffer = buffer;
+    this.#cells = new Float64Array(buffer);
+  }
+
+  tokenOf(partition: number): number | null {
+    if (partition < 0 || partition >= this.partitions) return null;
+    if (performance.timeOrigin + performance.now() >= this.#cells[0]!) return null;
+    const token = this.#cells[1 + partition]!;
+    return token > 0 ? token : null;
+  }
+
+  /** The lease's end, in epoch ms. */
+  setValidUntil(epochMs: number): void {
+    this.#cells[0] = epochMs;
+  }
+
+  /** `token` for a partition now served; null once it is not. */
+  set(partition: number, token: number | null): void {
+    this.#cells[1 + partition] = token ?? 0;
+  }
+}

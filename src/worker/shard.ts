@@ -17,12 +17,14 @@ import { McpTools } from './mcp-tools.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
 import { startHeartbeat } from './liveness.ts';
 import { recordStalledTurns } from './stalled-turns.ts';
+import { SharedFences } from '../shared/partitions.ts';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
 const log = createLogger(init.logLevel, { shard: init.index });
 const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
-const store = init.store === null ? null : await openConversationStorage(init.store, new WriteLock(init.writeLock, ownerToken(init.index)), log);
+const fences = init.fences === null ? null : new SharedFences(init.fences.partitions, init.fences.buffer);
+const store = init.store === null ? null : await openConversationStorage(init.store, new WriteLock(init.writeLock, ownerToken(init.index)), log, fences);
 const scheduler = new TurnScheduler({
   outbox,
   agents: init.agents,

@@ -7,6 +7,7 @@
 import { openDatabase } from '../shared/db.ts';
 import type { Logger } from '../shared/log.ts';
 import type { StoreLocation } from '../shared/store-location.ts';
+import type { FenceSource } from '../shared/partitions.ts';
 import type { WriteLock } from '../shared/write-lock.ts';
 import type { ConversationStorage, DaemonStorage } from './storage-contract.ts';
 import { SqliteConversationStorage } from './store.ts';
@@ -14,7 +15,7 @@ import { SqliteDaemonStorage } from './daemon-store.ts';
 
 /** What ./pg-store exports. */
 export interface PgStoreModule {
-  createPgConversationStorage(url: string, log: Logger): ConversationStorage | Promise<ConversationStorage>;
+  createPgConversationStorage(url: string, log: Logger, fences?: FenceSource | null): ConversationStorage | Promise<ConversationStorage>;
   createPgDaemonStorage(url: string, log: Logger): DaemonStorage | Promise<DaemonStorage>;
 }
 
@@ -26,9 +27,10 @@ function loadPgStore(): Promise<PgStoreModule> {
 }
 
 /** A shard's conversations. */
-export async function openConversationStorage(store: StoreLocation, lock: WriteLock, log: Logger): Promise<ConversationStorage> {
+/** `fences`: cluster mode only (a PostgreSQL store): every write checks its pair's token. */
+export async function openConversationStorage(store: StoreLocation, lock: WriteLock, log: Logger, fences: FenceSource | null = null): Promise<ConversationStorage> {
   if (store.kind === 'sqlite') return new SqliteConversationStorage(openDatabase(store.path), lock);
-  return (await loadPgStore()).createPgConversationStorage(store.url, log);
+  return (await loadPgStore()).createPgConversationStorage(store.url, log, fences);
 }
 
 /** A storage-pool thread's daemon-wide store. Opens nothing before `prepare` has checked the schema. */

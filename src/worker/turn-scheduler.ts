@@ -22,6 +22,7 @@ import type { Message } from './models/types.ts';
 import { ConversationTable } from './conversation-table.ts';
 import { CancelReason, errorTo, JobRunner, replyTo } from './job-runner.ts';
 import { PairGate } from './pair-gate.ts';
+import { partitionOf } from '../shared/partitions.ts';
 
 export { CancelReason } from './job-runner.ts';
 
@@ -95,6 +96,8 @@ export class TurnScheduler {
       case 'observe':
         this.#outbox.observing = msg.watching;
         return;
+      case 'drop_partition':
+        return this.#table.forgetWhere((agent, sender) => partitionOf(agent, sender, msg.partitions) === msg.partition);
       case 'shutdown':
         this.#shuttingDown = true;
         return this.#runner.cancelAll(CancelReason.Shutdown);

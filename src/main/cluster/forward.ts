@@ -18,7 +18,7 @@
  *
  * Messages are small binary records: a type byte, then its fields.
  */
-import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { createInbox, RequestError, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { Logger } from '../../shared/log.ts';
 
 /** Frames a call may have unacknowledged when the entry node's side names no window. */
@@ -216,7 +216,7 @@ export class ForwardServer {
   }
 }
 
-/** Why a forwarded call failed: `unserved` (no node took it: retry once ownership settles) or `lost` (its owner went away mid-call). */
+/** Why a forwarded call failed: `unserved` (no node took it: safe to retry once ownership settles) or `lost` (its owner went away mid-call, or never answered: it may have run). */
 export class ForwardError extends Error {
   readonly reason: 'unserved' | 'lost';
   constructor(reason: 'unserved' | 'lost', message: string) {
@@ -310,7 +310,11 @@ class Call implements ForwardCall {
         if (this.#over) return this.#nc.publish(control, record(Kind.Cancel, 0));
         for (const data of this.#early.splice(0)) this.#onMessage(data);
       },
-      (err: unknown) => this.fail(new ForwardError('unserved', `no node serves partition ${partition} now (${(err as Error).message})`)),
+      (err: unknown) => {
+        // No subscriber: no node took the call, so it may be sent again. A timeout is not that: a slow owner may have taken it.
+        if (err instanceof RequestError && err.isNoResponders()) return this.fail(new ForwardError('unserved', `no node serves partition ${partition} now`));
+        this.fail(new ForwardError('lost', `the node serving partition ${partition} did not answer within ${ACCEPT_TIMEOUT_MS} ms (${(err as Error).message}); whether it ran the request is unknown`));
+      },
     );
   }
 

@@ -70,6 +70,8 @@ export interface LeaseEvents {
   gained: [partition: number, token: number];
   /** This node no longer serves `partition`. */
   lost: [partition: number, reason: LossReason];
+  /** A heartbeat was acknowledged: this node may serve until `untilEpochMs` (performance.timeOrigin + performance.now() time). */
+  renewed: [untilEpochMs: number];
 }
 
 export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSource {
@@ -229,6 +231,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
       this.#lastBeat = Math.max(this.#lastBeat, revision);
       this.#validUntil = Math.max(this.#validUntil, sentAt + this.leaseMs * LEASE_SAFETY);
       this.#armExpiry();
+      this.emit('renewed', performance.timeOrigin + this.#validUntil);
       return revision;
     } catch (err) {
       this.#o.log.warn({ err: (err as Error).message, node: this.node }, 'cluster heartbeat failed');

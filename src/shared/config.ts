@@ -161,6 +161,8 @@ export interface ResolvedConfig {
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
+  /** Cluster mode (issue 16): this node's settings; null on a single node. */
+  cluster: ClusterSettings | null;
 }
 
 export const DEFAULTS = {
@@ -246,13 +248,15 @@ export interface FileSettings {
   max_queued_turns?: number;
   wal_max_bytes?: number;
   agents?: Record<string, AgentConfig>;
+  /** Checked against the store once that is known (validateClusterSettings, in resolveConfig). */
+  cluster?: Record<string, unknown>;
 }
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'store', 'memory_conversations', 'memory_bytes', 'storage_threads', 'agents',
   'max_agents', 'max_subscriptions', 'max_observers',
-  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes',
+  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes', 'cluster',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
@@ -457,6 +461,10 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   if (raw.max_chain_turns !== undefined) out.max_chain_turns = positiveInt(raw.max_chain_turns, source, 'max_chain_turns');
   if (raw.max_queued_turns !== undefined) out.max_queued_turns = positiveInt(raw.max_queued_turns, source, 'max_queued_turns');
   if (raw.wal_max_bytes !== undefined) out.wal_max_bytes = positiveInt(raw.wal_max_bytes, source, 'wal_max_bytes');
+  if (raw.cluster !== undefined) {
+    if (!isPlainMap(raw.cluster)) throw new ConfigError(source, 'cluster', 'must be an object {nats, node, name, partitions, lease_ms}');
+    out.cluster = raw.cluster;
+  }
   if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
   const providerNames = Object.keys(out.providers ?? {});
   if (raw.agents !== undefined) {
@@ -487,8 +495,10 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** A node's cluster settings (issue 16; being built: no flag or file key reaches them yet). */
+/** A node's cluster settings (issue 16): `cluster` in agentd.json, or `--cluster URL --node NAME`. */
 export interface ClusterSettings {
+  /** The cluster's name: its NATS key-value bucket and the prefix of its subjects (several clusters may share one NATS). */
+  name: string;
   /** NATS server URLs (nats:// or tls://), the first reachable one used. */
   nats: string[];
   /** This node's name: unique in the cluster. */
@@ -499,7 +509,8 @@ export interface ClusterSettings {
   lease_ms: number;
 }
 
-const CLUSTER_KEYS = ['nats', 'node', 'partitions', 'lease_ms'];
+const CLUSTER_KEYS = ['name', 'nats', 'node', 'partitions', 'lease_ms'];
+export const DEFAULT_CLUSTER_NAME = 'agentd_cluster';
 export const DEFAULT_LEASE_MS = 5_000;
 const MAX_PARTITIONS = 65_536;
 const LEASE_MS_RANGE = [500, 600_000] as const;
@@ -510,8 +521,10 @@ const LEASE_MS_RANGE = [500, 600_000] as const;
  * PostgreSQL, so any other store is refused, saying so.
  */
 export function validateClusterSettings(raw: unknown, source: string, store: StoreLocation): ClusterSettings {
-  if (!isPlainMap(raw)) throw new ConfigError(source, 'cluster', 'must be an object {nats, node, partitions, lease_ms}');
+  if (!isPlainMap(raw)) throw new ConfigError(source, 'cluster', 'must be an object {nats, node, name, partitions, lease_ms}');
   onlyKeys(raw, CLUSTER_KEYS, source, 'cluster');
+  const name = raw.name === undefined ? DEFAULT_CLUSTER_NAME : string(raw.name, source, 'cluster.name', false);
+  if (!NODE_NAME.test(name)) throw new ConfigError(source, 'cluster.name', `must be 1-64 of letters, digits, "-" and "_", got ${JSON.stringify(name)}`);
   const nats = string(raw.nats, source, 'cluster.nats', false)
     .split(',')
     .map((u) => u.trim());
@@ -537,5 +550,5 @@ export function validateClusterSettings(raw: unknown, source: string, store: Sto
       `needs a PostgreSQL store that every node shares ("store": "postgres://…" or --store), not the SQLite file ${store.path}`,
     );
   }
-  return { nats, node, partitions, lease_ms };
+  return { name, nats, node, partitions, lease_ms };
 }

@@ -6,14 +6,16 @@ const pg: StoreLocation = { kind: 'postgres', url: 'postgres://agentd:s3cret@db.
 const sqlite: StoreLocation = { kind: 'sqlite', path: '/home/u/.agentd/agentd.db' };
 
 describe('cluster settings', () => {
-  it('fills in the default partitions and lease, and reads several NATS URLs', () => {
+  it('fills in the default name, partitions and lease, and reads several NATS URLs', () => {
     expect(validateClusterSettings({ nats: 'nats://127.0.0.1:4222', node: 'a' }, 'agentd.json', pg)).toEqual({
+      name: 'agentd_cluster',
       nats: ['nats://127.0.0.1:4222'],
       node: 'a',
       partitions: 256,
       lease_ms: 5_000,
     });
-    expect(validateClusterSettings({ nats: 'nats://n1:4222, tls://n2:4222', node: 'node_2-b', partitions: 64, lease_ms: 2_000 }, 'f', pg)).toEqual({
+    expect(validateClusterSettings({ name: 'staging', nats: 'nats://n1:4222, tls://n2:4222', node: 'node_2-b', partitions: 64, lease_ms: 2_000 }, 'f', pg)).toEqual({
+      name: 'staging',
       nats: ['nats://n1:4222', 'tls://n2:4222'],
       node: 'node_2-b',
       partitions: 64,
@@ -24,7 +26,8 @@ describe('cluster settings', () => {
   it('refuses each bad field, naming it', () => {
     const cases: [unknown, RegExp][] = [
       ['nats://x', /agentd\.json: cluster must be an object/],
-      [{ nats: 'nats://x:4222', node: 'a', shards: 4 }, /cluster\.shards is not a known option \(known: nats, node, partitions, lease_ms\)/],
+      [{ nats: 'nats://x:4222', node: 'a', shards: 4 }, /cluster\.shards is not a known option \(known: name, nats, node, partitions, lease_ms\)/],
+      [{ nats: 'nats://x:4222', node: 'a', name: 'a.b' }, /cluster\.name must be 1-64 of letters, digits, "-" and "_", got "a\.b"/],
       [{ node: 'a' }, /cluster\.nats must be a non-empty string/],
       [{ nats: 'http://x:4222', node: 'a' }, /cluster\.nats must be nats:\/\/HOST:PORT .*got "http:\/\/x:4222"/],
       [{ nats: 'nats://x:4222,', node: 'a' }, /cluster\.nats must be nats:\/\/HOST:PORT .*got ""/],

@@ -164,10 +164,12 @@ export interface ObserveUpdate {
 /**
  * Cluster mode: this node stopped serving `partition`. Idle conversations of
  * its pairs are forgotten (another node may write them now; they load again
- * from the store if the partition comes back).
+ * from the store if the partition comes back); busy ones once their queued
+ * and running turns ended, and then `id` comes back in `purged`.
  */
 export interface DropPartition {
   type: 'drop_partition';
+  id: number;
   partition: number;
   partitions: number;
 }

@@ -88,14 +88,18 @@ export class ConversationTable {
    * Forgets the conversations `drop` picks (another node owns their pairs
    * now); they load again from the store when next asked for. Busy ones stay
    * until idle (`#stale`), so their running and queued turns end as they
-   * would have, their writes refused by the store's fence.
+   * would have (returned, for the caller to wait on).
    */
-  forgetWhere(drop: (agent: string, sender: string) => boolean): void {
+  forgetWhere(drop: (agent: string, sender: string) => boolean): Conversation[] {
+    const busy: Conversation[] = [];
     for (const [key, conv] of [...this.#conversations]) {
       if (!drop(conv.agent, conv.sender)) continue;
-      if (conv.busy) this.#stale.add(conv);
-      else this.#drop(key, conv);
+      if (conv.busy) {
+        this.#stale.add(conv);
+        busy.push(conv);
+      } else this.#drop(key, conv);
     }
+    return busy;
   }
 
   /** Busy conversations to forget once idle (forgetWhere). */

@@ -80,6 +80,9 @@ function senderOwnedBy(owner: string, names: string[], agent: string, tag: strin
 
 type History = { messages: { role: string; content: string }[] };
 
+/** A turn's text: 40 words, so the `slow` echo takes about a second over it. */
+const turnText = (sender: string, t: number): string => `${sender} ${t}${' word'.repeat(40)}`;
+
 describe.skipIf(skip !== null)('cluster mode: routing between nodes', () => {
   it('forwards every pair-addressed operation to the pair’s owner', async () => {
     const db = await database();
@@ -185,8 +188,9 @@ describe.skipIf(skip !== null)('cluster mode: nodes joining and failing', () => 
     let stop = false;
     const loops = senders.map(async (sender) => {
       while (!stop) {
-        const r = await ca.send('assistant', `${sender} ${counts.get(sender)}`, { sender });
-        expect(r.content).toBe(`${sender} ${counts.get(sender)}`);
+        // `slow`, about a second a turn: turns are under way when their partition moves to b, and must end stored, not fenced.
+        const r = await ca.send('slow', turnText(sender, counts.get(sender)!), { sender });
+        expect(r.content).toBe(turnText(sender, counts.get(sender)!));
         counts.set(sender, counts.get(sender)! + 1);
       }
     });
@@ -200,9 +204,9 @@ describe.skipIf(skip !== null)('cluster mode: nodes joining and failing', () => 
     await Promise.all(loops);
     // Every acknowledged turn is stored once, in order, whichever node ran it.
     for (const sender of senders) {
-      const h = (await cb.history('assistant', sender)) as unknown as History;
+      const h = (await cb.history('slow', sender)) as unknown as History;
       const users = h.messages.filter((m) => m.role === 'user').map((m) => m.content);
-      expect(users).toEqual(Array.from({ length: counts.get(sender)! }, (_, t) => `${sender} ${t}`));
+      expect(users).toEqual(Array.from({ length: counts.get(sender)! }, (_, t) => turnText(sender, t)));
     }
     expect((await clusterStats(cb)).served_for_others).toBeGreaterThan(0);
   }, SLOW);

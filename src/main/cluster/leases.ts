@@ -47,6 +47,12 @@ export interface LeaseOptions {
   bucket?: string;
   /** Raises the partition's fence in the store (DaemonStorage.claimPartition); false: a newer owner holds it. */
   claim: (partition: number, token: number) => Promise<boolean>;
+  /**
+   * Before a partition this node gives up to another (rebalance) is
+   * released: resolves once the turns it was running for it have ended, so
+   * the next owner starts after them. Bounded by the caller.
+   */
+  drain?: (partition: number) => Promise<void>;
   log: Logger;
 }
 
@@ -319,6 +325,8 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   /** Stops serving, then releases the partition (compare-and-set on the token, so a newer owner's entry stays). */
   async #release(p: number, token: number, reason: LossReason): Promise<void> {
     this.#drop(p, reason);
+    await this.#o.drain?.(p);
+    if (this.#stopped) return; // stop() releases what it held
     try {
       const revision = await this.#kv!.update(`part.${p}`, enc.encode(JSON.stringify({ owner: null })), token);
       this.#learn(p, null, revision);

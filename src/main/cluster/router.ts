@@ -112,6 +112,13 @@ export class ClusterNode {
       leaseMs: settings.lease_ms,
       bucket: settings.name,
       claim: (partition, token) => parts.storage.run<boolean>({ op: 'claim_partition', partition, token }),
+      // Handing a partition over: its turns here end first (up to a lease; past that the store's fence refuses their writes).
+      // The token stays in the shards' fences meanwhile, so those turns still store what they did.
+      drain: (partition) =>
+        parts.pool
+          .dropPartition(partition, settings.partitions, settings.lease_ms)
+          .catch((err: unknown) => this.#log.warn({ partition, err: (err as Error).message }, 'cluster partition handed over with turns still running here'))
+          .finally(() => this.fences.set(partition, null)),
       log: this.#log,
     });
     this.#leases = leases;
@@ -120,10 +127,12 @@ export class ClusterNode {
       this.fences.set(p, token);
       this.#server!.serve(p);
     });
-    leases.on('lost', (p) => {
-      this.fences.set(p, null);
+    leases.on('lost', (p, reason) => {
       this.#server?.unserve(p);
-      parts.pool.broadcast({ type: 'drop_partition', partition: p, partitions: settings.partitions });
+      // A rebalance drains the partition before releasing it (drain above); any other loss (lease, taken, stop) ends its writes now.
+      if (reason === 'rebalance') return;
+      this.fences.set(p, null);
+      void parts.pool.dropPartition(p, settings.partitions, settings.lease_ms).catch(() => undefined);
     });
     await leases.start();
     this.#live = new Set(leases.liveNodes());

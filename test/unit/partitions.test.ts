@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pairHash } from '../../src/shared/hash.ts';
-import { assignPartitions, DEFAULT_PARTITIONS, fenceFor, partitionOf } from '../../src/shared/partitions.ts';
+import { assignPartitions, DEFAULT_PARTITIONS, fenceFor, partitionOf, SharedFences } from '../../src/shared/partitions.ts';
 
 const count = (owners: readonly string[]) => owners.reduce<Record<string, number>>((c, o) => ({ ...c, [o]: (c[o] ?? 0) + 1 }), {});
 
@@ -51,3 +51,32 @@ describe('fenceFor', () => {
     expect(() => fenceFor(source, 'a', other)).toThrow(/does not own cluster partition \d+ .*the write was refused/);
   });
 });
+
+describe('SharedFences', () => {
+  it('gives another thread the tokens main sets, and none once the lease ended', async () => {
+    const main = new SharedFences(8);
+    main.setValidUntil(performance.timeOrigin + performance.now() + 60_000);
+    main.set(3, 41);
+    // What a shard builds from the same buffer (ShardInit.fences).
+    const shard = new SharedFences(8, main.buffer);
+    expect(shard.tokenOf(3)).toBe(41);
+    expect(shard.tokenOf(4)).toBeNull();
+    expect(shard.tokenOf(8)).toBeNull();
+    expect(fenceFor(shard, ...pairIn(3, 8))).toEqual({ partition: 3, token: 41 });
+    main.set(3, null);
+    expect(shard.tokenOf(3)).toBeNull();
+    expect(() => fenceFor(shard, ...pairIn(3, 8))).toThrow(/does not own cluster partition 3/);
+    main.set(3, 42);
+    main.setValidUntil(performance.timeOrigin + performance.now() - 1);
+    expect(shard.tokenOf(3)).toBeNull();
+  });
+
+  it('refuses a buffer of the wrong size', () => {
+    expect(() => new SharedFences(8, new SharedArrayBuffer(8))).toThrow(/must hold 72 bytes/);
+  });
+});
+
+/** An (agent, sender) pair of `partition`. */
+function pairIn(partition: number, partitions: number): [string, string] {
+  for (let i = 0; ; i++) if (partitionOf('assistant', `s${i}`, partitions) === partition) return ['assistant', `s${i}`];
+}

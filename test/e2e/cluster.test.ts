@@ -4,7 +4,9 @@
  * cluster name (bucket and subject prefix) and a database of its own. A
  * client on one node addresses pairs owned by another: every pair-addressed
  * operation is forwarded to the owner, and one pair's turns run one at a
- * time whichever node their clients are on. Skipped, saying why, without
+ * time whichever node their clients are on (three nodes); a node joining
+ * under load fails no turn; a node killed mid-request ends that request with
+ * an error saying so. Skipped, saying why, without
  * NATS or PostgreSQL.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -124,14 +126,16 @@ describe.skipIf(skip !== null)('cluster mode: routing between nodes', () => {
     await expect(ca.request('send', { agent: 'assistant', sender, content: 7 })).rejects.toThrow(/content/);
   }, SLOW);
 
-  it('one pair’s turns run one at a time with clients on two nodes', async () => {
+  it('one pair’s turns run one at a time with clients on three nodes', async () => {
     const db = await database();
     const name = clusterName();
     const a = await node(db, name, 'a');
     const b = await node(db, name, 'b');
+    const c = await node(db, name, 'c');
     const ca = await testClient(a);
     const cb = await testClient(b);
-    await settled([ca, cb], ['a', 'b']);
+    const cc = await testClient(c);
+    await settled([ca, cb, cc], ['a', 'b', 'c']);
     const sender = 'shared';
     const turns = 6;
     const run = (c: AgentdClient, tag: string): Promise<void[]> =>
@@ -141,16 +145,16 @@ describe.skipIf(skip !== null)('cluster mode: routing between nodes', () => {
           expect(evs.at(-1)).toMatchObject({ type: 'end' });
         }),
       );
-    await Promise.all([run(ca, 'from-a'), run(cb, 'from-b')]);
+    await Promise.all([run(ca, 'from-a'), run(cb, 'from-b'), run(cc, 'from-c')]);
     const h = (await ca.history('slow', sender)) as unknown as History;
-    expect(h.messages).toHaveLength(4 * turns);
+    expect(h.messages).toHaveLength(6 * turns);
     // Each turn's reply follows its own message: no turn ran beside another.
     for (let i = 0; i < h.messages.length; i += 2) {
       expect(h.messages[i]!.role).toBe('user');
       expect(h.messages[i + 1]).toEqual(expect.objectContaining({ role: 'assistant', content: h.messages[i]!.content }));
     }
-    // Each client's own turns kept the order it sent them in.
-    for (const tag of ['from-a', 'from-b']) {
+    // Every client's turns are all there.
+    for (const tag of ['from-a', 'from-b', 'from-c']) {
       const mine = h.messages.filter((m) => m.role === 'user' && m.content.startsWith(tag)).map((m) => m.content);
       expect(mine).toHaveLength(turns);
     }

@@ -193,7 +193,7 @@ export class ClusterNode {
     pending.add(entry);
     const done = (): void => {
       if (resumeTimer !== null) clearInterval(resumeTimer);
-      pending.delete(entry);
+      this.#settled(from.id, entry);
     };
     this.counts.forwarded++;
     let sentFrames = false;
@@ -234,7 +234,7 @@ export class ClusterNode {
     this.counts.held++;
     const pending = this.#pendingOf(from.id);
     const timer = setTimeout(() => {
-      pending.delete(entry);
+      this.#settled(from.id, entry);
       this.#routeTo(from, req, body, partition, deadline);
     }, this.settings.lease_ms / CHECKS_PER_LEASE);
     const entry = { cancel: () => clearTimeout(timer) };
@@ -245,6 +245,14 @@ export class ClusterNode {
     let set = this.#pending.get(conn);
     if (set === undefined) this.#pending.set(conn, (set = new Set()));
     return set;
+  }
+
+  /** One of a connection's calls or held requests is over. */
+  #settled(conn: number, entry: { cancel(): void }): void {
+    const set = this.#pending.get(conn);
+    if (set === undefined) return;
+    set.delete(entry);
+    if (set.size === 0) this.#pending.delete(conn);
   }
 
   /** A client connection closed: what it has under way on other nodes is cancelled there. */

@@ -291,14 +291,14 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     const live = this.liveNodes();
     const targets = assignPartitions(this.partitions, live);
     const liveSet = new Set(live);
+    // Partitions given up are drained and released side by side: one's long turn does not hold back the others.
+    const releases: Promise<void>[] = [];
+    for (const [p, token] of [...this.#served]) if (targets[p] !== this.node) releases.push(this.#release(p, token, 'rebalance'));
+    await Promise.all(releases);
     for (let p = 0; p < this.partitions; p++) {
       if (this.#stopped || performance.now() >= this.#validUntil) return;
       const entry = this.#parts.get(p);
-      const token = this.#served.get(p);
-      if (token !== undefined) {
-        if (targets[p] !== this.node) await this.#release(p, token, 'rebalance');
-        continue;
-      }
+      if (this.#served.has(p)) continue;
       if (targets[p] !== this.node) continue;
       if (entry !== undefined && entry.owner !== null && entry.owner !== this.node && liveSet.has(entry.owner)) continue;
       await this.#take(p, entry);

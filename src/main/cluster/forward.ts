@@ -34,7 +34,12 @@ const enum Kind {
   End = 4,
   Ack = 16,
   Cancel = 17,
+  /** A further piece of a request body too big for one NATS message, numbered from 1. */
+  Body = 18,
 }
+
+/** Request bytes the NATS request itself carries; the rest follows in `Body` pieces once accepted (NATS's default max_payload is 1 MiB). */
+export const REQUEST_PIECE_BYTES = 256 * 1024;
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -57,6 +62,8 @@ interface RequestHead {
   inbox: string;
   /** The entry node. */
   node: string;
+  /** The request body's whole length: more than the request carries means `Body` pieces follow. */
+  size: number;
 }
 
 /** A request: the window (u32 in `seq`), then its head's length (u16), the head (JSON), and the request's bytes. */
@@ -74,8 +81,10 @@ function parseRequest(data: Uint8Array): RequestHead & { window: number; body: U
   if (tail.length < 2) throw new Error('no request head');
   const length = new DataView(tail.buffer, tail.byteOffset, tail.byteLength).getUint16(0);
   const head = JSON.parse(dec.decode(tail.subarray(2, 2 + length))) as RequestHead;
-  if (typeof head.inbox !== 'string' || typeof head.node !== 'string') throw new Error('a request head without inbox or node');
-  return { window: seq, inbox: head.inbox, node: head.node, body: tail.subarray(2 + length) };
+  if (typeof head.inbox !== 'string' || typeof head.node !== 'string' || !Number.isSafeInteger(head.size)) throw new Error('a request head without inbox, node or size');
+  const body = tail.subarray(2 + length);
+  if (body.length > head.size) throw new Error(`a request of ${body.length} bytes announced as ${head.size}`);
+  return { window: seq, inbox: head.inbox, node: head.node, size: head.size, body };
 }
 
 export const partitionSubject = (prefix: string, partition: number): string => `${prefix}.p.${partition}`;
@@ -122,8 +131,11 @@ export class ForwardServer {
 
   /** Takes no new request for `partition` (calls under way run on; the store's fence refuses their writes once it moved). */
   unserve(partition: number): void {
-    this.#subs.get(partition)?.unsubscribe();
+    const sub = this.#subs.get(partition);
     this.#subs.delete(partition);
+    // Drained, not dropped: a request NATS delivered before it saw the unsubscribe still gets its answer (refused, so
+    // the entry node knows for sure it did not run here) instead of waiting out the accept timeout.
+    sub?.drain().catch(() => undefined);
   }
 
   close(): void {
@@ -176,11 +188,24 @@ export class ForwardServer {
       if (wasOpen) cancel?.();
     };
     calls.add(cancelled);
+    // A body bigger than one message: its pieces come on the control subject, in order; the call runs once it is whole.
+    let body: Uint8Array | null = request.body.length === request.size ? request.body : null;
+    const pieces: Uint8Array[] = body === null ? [Uint8Array.from(request.body)] : [];
+    let have = request.body.length;
     const sub = this.#nc.subscribe(control, {
       callback: (err, m) => {
         if (err !== null) return;
-        const { kind, seq } = parse(m.data);
+        const { kind, seq, tail } = parse(m.data);
         if (kind === Kind.Cancel) return cancelled();
+        if (kind === Kind.Body) {
+          if (body !== null || finished || seq !== pieces.length) return;
+          pieces.push(Uint8Array.from(tail));
+          have += tail.length;
+          if (have < request.size) return;
+          body = Buffer.concat(pieces);
+          run(body);
+          return;
+        }
         if (kind !== Kind.Ack || seq <= acked) return;
         acked = seq;
         if (finished && acked === sent) close();
@@ -206,13 +231,16 @@ export class ForwardServer {
       onDrain: (cb) => (drain = cb),
       onCancel: (cb) => (cancel = cb),
     };
+    const run = (bytes: Uint8Array): void => {
+      try {
+        this.#handle(partition, bytes, reply);
+      } catch (err) {
+        this.#log.warn({ err: (err as Error).message, partition }, 'a forwarded request failed in its handler');
+        reply.end();
+      }
+    };
     msg.respond(record(Kind.Accept, 0, enc.encode(JSON.stringify({ node: this.#node, control }))));
-    try {
-      this.#handle(partition, request.body, reply);
-    } catch (err) {
-      this.#log.warn({ err: (err as Error).message, partition }, 'a forwarded request failed in its handler');
-      reply.end();
-    }
+    if (body !== null) run(body);
   }
 }
 
@@ -300,7 +328,8 @@ class Call implements ForwardCall {
   begin(subject: string, partition: number, node: string, body: Uint8Array): void {
     const inbox = createInbox();
     this.#inbox = this.#nc.subscribe(inbox, { callback: (err, msg) => (err === null ? this.#onMessage(msg.data) : undefined) });
-    this.#nc.request(subject, requestRecord(this.#window, { inbox, node }, body), { timeout: ACCEPT_TIMEOUT_MS }).then(
+    const first = body.subarray(0, REQUEST_PIECE_BYTES);
+    this.#nc.request(subject, requestRecord(this.#window, { inbox, node, size: body.length }, first), { timeout: ACCEPT_TIMEOUT_MS }).then(
       (msg) => {
         const { kind, tail } = parse(msg.data);
         if (kind === Kind.Refuse) return this.fail(new ForwardError('unserved', dec.decode(tail)));
@@ -308,6 +337,9 @@ class Call implements ForwardCall {
         this.owner = node;
         this.#control = control;
         if (this.#over) return this.#nc.publish(control, record(Kind.Cancel, 0));
+        for (let at = first.length, n = 1; at < body.length; at += REQUEST_PIECE_BYTES, n++) {
+          this.#nc.publish(control, record(Kind.Body, n, body.subarray(at, at + REQUEST_PIECE_BYTES)));
+        }
         for (const data of this.#early.splice(0)) this.#onMessage(data);
       },
       (err: unknown) => {

@@ -122,6 +122,13 @@ describe.skipIf(skip !== null)('cluster mode: routing between nodes', () => {
     const local = senderOwnedBy('a', ['a', 'b'], 'assistant', 'local');
     await ca.send('assistant', 'here', { sender: local });
     expect((await clusterStats(ca)).forwarded).toBe(sa.forwarded);
+    // Replies bigger than a NATS message (1 MiB by default) come through whole: a 3 MB turn and its history.
+    const big = senderOwnedBy('b', ['a', 'b'], 'assistant', 'big');
+    const text = 'w '.repeat(1_500_000);
+    expect((await ca.send('assistant', text, { sender: big })).content).toBe(text);
+    const bigHistory = (await ca.history('assistant', big)) as unknown as History;
+    expect(bigHistory.messages.map((m) => m.content.length)).toEqual([text.length, text.length]);
+    await ca.ping(); // the connection's framing held
     // Bad input forwarded gets the owner's clear error.
     await expect(ca.request('send', { agent: 'assistant', sender, content: 7 })).rejects.toThrow(/content/);
   }, SLOW);

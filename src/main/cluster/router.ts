@@ -198,11 +198,16 @@ export class ClusterNode {
     this.counts.forwarded++;
     let sentFrames = false;
     let answered = false;
+    const frames = new FrameAssembler();
     call = this.#client!.call(partition, forwardedBody(req, body), {
-      frame: (bytes) => {
+      frame: (piece) => {
         sentFrames = true;
-        if (hasLastFrame(bytes)) answered = true;
-        from.write(bytes);
+        // Pieces cut anywhere (NATS messages stay small); the connection gets whole frames only, so nothing else it sends lands inside one.
+        const whole = frames.push(piece);
+        if (whole !== null) {
+          if (hasLastFrame(whole)) answered = true;
+          from.write(Buffer.from(whole)); // a copy: the socket may hold it past this call, and the bytes are the NATS client's
+        }
         if (from.backlog() < parts.highWaterBytes) return true;
         // A slow client: hold the owner back until its connection drains.
         resumeTimer ??= setInterval(() => {
@@ -347,7 +352,7 @@ class ForwardedRequest implements Requester {
   write(frames: Uint8Array): void {
     if (this.#over || this.#lastSeen) return;
     if (hasLastFrame(frames)) this.#lastSeen = true;
-    this.#queue.push(frames);
+    for (let at = 0; at < frames.length; at += MAX_PIECE_BYTES) this.#queue.push(frames.subarray(at, at + MAX_PIECE_BYTES));
     this.#queued += frames.length;
     if (this.#queued > this.#hardLimit && this.#held) {
       // The entry node stopped taking frames: cut the call, telling it why (past the window: it ends the call).
@@ -383,6 +388,32 @@ class ForwardedRequest implements Requester {
     this.#queue.length = 0;
     this.#forget();
     this.#cancelTurns();
+  }
+}
+
+/**
+ * The most bytes of frames one forwarded message carries: well under NATS's
+ * default max_payload (1 MiB), and with the window (forward.ts) a bound on
+ * what one call has in flight.
+ */
+const MAX_PIECE_BYTES = 64 * 1024;
+
+/** Joins the pieces of a forwarded call's frames back into whole frames. */
+class FrameAssembler {
+  #pending: Buffer = Buffer.alloc(0);
+
+  /** Takes a piece; returns the whole frames now complete (null: none yet). */
+  push(piece: Uint8Array): Uint8Array | null {
+    const bytes = this.#pending.length === 0 ? Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength) : Buffer.concat([this.#pending, piece]);
+    let at = 0;
+    while (at + HEADER_BYTES <= bytes.length) {
+      const end = at + HEADER_BYTES + bytes.readUInt32BE(at);
+      if (end > bytes.length) break;
+      at = end;
+    }
+    // Copies what waits: the piece's buffer belongs to the NATS client.
+    this.#pending = Buffer.from(bytes.subarray(at));
+    return at === 0 ? null : bytes.subarray(0, at);
   }
 }
 

@@ -157,6 +157,7 @@ export class Daemon implements ConnectionHost {
   async #shutdown(): Promise<void> {
     const { lifecycle, observers, pool } = this.#parts;
     lifecycle.closing = true;
+    this.#parts.cluster?.beginLeave();
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
     observers.closeAll();

@@ -222,6 +222,40 @@ describe.skipIf(skip !== null)('cluster mode: nodes joining and failing', () => 
     expect((await clusterStats(cb)).served_for_others).toBeGreaterThan(0);
   }, SLOW);
 
+  it('a node that stops (SIGTERM) hands its partitions over: new requests for them are held, then served by the node that stays', async () => {
+    const db = await database();
+    const name = clusterName();
+    const a = await node(db, name, 'a');
+    const b = await node(db, name, 'b');
+    const ca = await testClient(a);
+    const cb = await testClient(b);
+    await settled([ca, cb], ['a', 'b']);
+    const senders = [0, 1, 2, 3].map((i) => senderOwnedBy('b', ['a', 'b'], 'assistant', `leave${i}`));
+    const done = new Map(senders.map((s) => [s, 0]));
+    let cancelled = 0;
+    let stop = false;
+    const loops = senders.map(async (sender) => {
+      while (!stop) {
+        try {
+          await ca.send('assistant', `${sender} ${done.get(sender)}`, { sender });
+          done.set(sender, done.get(sender)! + 1);
+        } catch (err) {
+          // A turn running at b when it stopped is cancelled there (499); a request refused as "shutting down" (503) would fail here.
+          if ((err as { code?: number }).code !== 499) throw err;
+          cancelled++;
+        }
+      }
+    });
+    await waitFor(() => senders.every((s) => done.get(s)! >= 2), 'turns served by b');
+    await b.stop('SIGTERM');
+    await settled([ca], ['a']);
+    const after = new Map(done);
+    await waitFor(() => senders.every((s) => done.get(s)! >= after.get(s)! + 2), 'turns served by a');
+    stop = true;
+    await Promise.all(loops);
+    expect(cancelled).toBeLessThanOrEqual(senders.length);
+  }, SLOW);
+
   it('a request under way at a node that dies (kill -9) ends with an error saying so', async () => {
     const db = await database();
     const name = clusterName();

@@ -125,7 +125,7 @@ export class ClusterNode {
     leases.on('renewed', (until) => this.fences.setValidUntil(until));
     leases.on('gained', (p, token) => {
       this.fences.set(p, token);
-      this.#server!.serve(p);
+      if (!this.#leaving) this.#server!.serve(p);
     });
     leases.on('lost', (p, reason) => {
       this.#server?.unserve(p);
@@ -233,6 +233,19 @@ export class ClusterNode {
   }
 
   #stopping = false;
+  /** Shutdown began: no forwarded request is taken any more (other nodes hold theirs until the partitions are released). */
+  #leaving = false;
+
+  /**
+   * Shutdown's first step: takes no more requests from other nodes, so they
+   * hold theirs (rather than getting "shutting down") until `stop` releases
+   * the partitions to the nodes that stay. The partitions stay this node's
+   * meanwhile: its own turns end (cancelled) and store under its tokens.
+   */
+  beginLeave(): void {
+    this.#leaving = true;
+    this.#server?.close();
+  }
 
   /** Holds a request while its partition changes hands, then routes it again. */
   #hold(from: Requester, req: number, body: Record<string, unknown>, partition: number, deadline: number): void {

@@ -1,7 +1,7 @@
 /**
  * `agentd`: starts the daemon.
  *
- *   agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--config FILE] [--log-level LEVEL] [--store URL]
+ *   agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--config FILE] [--log-level LEVEL] [--store URL] [--cluster NATS_URL --node NAME]
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, resolveConfig, type StartFlags } from '../main/config-load.ts';
@@ -9,7 +9,7 @@ import { startDaemon } from '../main/daemon.ts';
 import { VERSION } from '../shared/version.ts';
 import { logLevelProblem } from './log-level.ts';
 
-const USAGE = `usage: agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--config FILE] [--log-level LEVEL] [--store URL]`;
+const USAGE = `usage: agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--config FILE] [--log-level LEVEL] [--store URL] [--cluster NATS_URL --node NAME]`;
 
 function fail(message: string, exitCode = 1): never {
   process.stderr.write(`agentd: ${message}\n`);
@@ -28,6 +28,8 @@ async function main(): Promise<void> {
         config: { type: 'string' },
         'log-level': { type: 'string' },
         store: { type: 'string' },
+        cluster: { type: 'string' },
+        node: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -51,6 +53,8 @@ async function main(): Promise<void> {
   if (values.config !== undefined) flags.config = values.config;
   if (values['log-level'] !== undefined) flags.logLevel = values['log-level'];
   if (values.store !== undefined) flags.store = values.store;
+  if (values.cluster !== undefined) flags.cluster = values.cluster;
+  if (values.node !== undefined) flags.node = values.node;
   const badLevel = logLevelProblem(values['log-level']);
   if (badLevel !== null) fail(badLevel, 2);
   if (values.workers !== undefined) {

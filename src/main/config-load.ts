@@ -13,12 +13,14 @@ import {
   deepFreeze,
   defaultAgents,
   parseTcp,
+  validateClusterSettings,
   validateFileSettings,
+  type ClusterSettings,
   type FileSettings,
   type ResolvedConfig,
   type TcpAddress,
 } from '../shared/config.ts';
-import { parseStoreUrl } from '../shared/store-location.ts';
+import { parseStoreUrl, type StoreLocation } from '../shared/store-location.ts';
 import { checkHarnessModulesAtStart } from './harness-modules.ts';
 
 export interface StartFlags {
@@ -32,6 +34,10 @@ export interface StartFlags {
   tcpInsecure?: boolean;
   /** `--store URL`: overrides the file's `store`. */
   store?: string;
+  /** `--cluster URL[,URL…]`: cluster mode on these NATS servers (overrides the file's `cluster.nats`). */
+  cluster?: string;
+  /** `--node NAME`: this node's name in the cluster (overrides the file's `cluster.node`). */
+  node?: string;
 }
 
 export { ConfigError, DEFAULT_AGENT_NAME };
@@ -71,6 +77,12 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     throw new ConfigError(configFile ?? 'config', 'hard_limit_bytes', `must be >= high_water_bytes (${highWaterBytes})`);
   }
 
+  const store = flags.store !== undefined
+    ? parseStoreUrl(flags.store, home, '--store', 'value')
+    : parseStoreUrl(file.store ?? 'sqlite', home, configFile ?? 'config', 'store');
+  const persist = file.persist ?? DEFAULTS.persist;
+  const cluster = clusterSettings(flags, file, configFile, store, persist);
+
   return deepFreeze({
     home,
     socketPath: join(home, 'run', 'agentd.sock'),
@@ -88,10 +100,8 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     defaultSender: file.default_sender ?? DEFAULTS.defaultSender,
     logLevel: flags.logLevel ?? env.AGENTD_LOG_LEVEL ?? file.log_level ?? DEFAULTS.logLevel,
     providers: file.providers ?? {},
-    persist: file.persist ?? DEFAULTS.persist,
-    store: flags.store !== undefined
-      ? parseStoreUrl(flags.store, home, '--store', 'value')
-      : parseStoreUrl(file.store ?? 'sqlite', home, configFile ?? 'config', 'store'),
+    persist,
+    store,
     memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
     memoryBytes: file.memory_bytes ?? DEFAULTS.memoryBytes,
     storageThreads: file.storage_threads ?? DEFAULTS.storageThreads,
@@ -104,5 +114,24 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     walMaxBytes: file.wal_max_bytes ?? DEFAULTS.walMaxBytes,
     agents: file.agents ?? defaultAgents(),
     configFile,
+    cluster,
   });
+}
+
+/**
+ * Cluster mode from the file's `cluster` and the `--cluster`/`--node` flags
+ * (which override its `nats` and `node`); null when neither asks for it.
+ */
+function clusterSettings(flags: StartFlags, file: FileSettings, configFile: string | null, store: StoreLocation, persist: boolean): ClusterSettings | null {
+  if (flags.cluster === undefined && file.cluster === undefined) {
+    if (flags.node !== undefined) throw new ConfigError('--node', 'value', 'needs --cluster URL (or "cluster" in agentd.json): a node name only means something in a cluster');
+    return null;
+  }
+  const source = flags.cluster !== undefined || flags.node !== undefined ? '--cluster/--node' : configFile!;
+  const raw: Record<string, unknown> = { ...file.cluster };
+  if (flags.cluster !== undefined) raw.nats = flags.cluster;
+  if (flags.node !== undefined) raw.node = flags.node;
+  if (raw.node === undefined) throw new ConfigError(source, 'cluster.node', 'is required in cluster mode (--node NAME or "cluster": {"node": …}): each node needs a name of its own');
+  if (!persist) throw new ConfigError(source, 'cluster', 'needs a shared PostgreSQL store; it cannot run with "persist": false');
+  return validateClusterSettings(raw, source, store);
 }

@@ -38,6 +38,7 @@ import { describeStore, type StoreLocation } from '../shared/store-location.ts';
 import { busTurn } from './turn-request.ts';
 import { chainCutEvent } from './chain-budget.ts';
 import { McpHub } from './mcp-hub.ts';
+import { ClusterNode } from './cluster/router.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, Configuration). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -76,6 +77,8 @@ interface DaemonParts {
   connectionLimits: ConnectionLimits;
   /** Caps open connections per listener. */
   limiter: ConnectionLimiter;
+  /** Cluster mode: this node (routing pair requests to their owners); null on a single node. */
+  cluster: ClusterNode | null;
 }
 
 export class Daemon implements ConnectionHost {
@@ -146,6 +149,7 @@ export class Daemon implements ConnectionHost {
 
   closed(conn: Connection, cancelTurns: boolean): void {
     this.#parts.connections.delete(conn.id);
+    if (cancelTurns) this.#parts.cluster?.connClosed(conn.id);
     this.#parts.observers.connClosed(conn.id);
     this.#parts.mcp.events.connClosed(conn.id);
     if (cancelTurns) this.#parts.pool.broadcast({ type: 'conn_closed', conn: conn.id });
@@ -159,6 +163,7 @@ export class Daemon implements ConnectionHost {
   async #shutdown(): Promise<void> {
     const { lifecycle, observers, pool } = this.#parts;
     lifecycle.closing = true;
+    this.#parts.cluster?.beginLeave();
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
     observers.closeAll();
@@ -176,6 +181,8 @@ export class Daemon implements ConnectionHost {
     // Let queued replies reach their sockets, then close them.
     await Promise.all([...this.#parts.connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
     for (const server of this.#servers) if (server.listening) server.close();
+    // Leaves the cluster before the shards go: its partitions are released, so other nodes take them at once.
+    await this.#parts.cluster?.stop();
     await this.#parts.pool.close();
     await this.#parts.writer?.close();
     await this.#parts.mcp.close();
@@ -197,6 +204,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const limiter = new ConnectionLimiter(config.maxConnections, limitLog);
   const store = config.persist ? config.store : null;
   const writeLock = createWriteLockBuffer();
+  // NATS first: a cluster node that cannot reach it fails before anything else starts.
+  const cluster = config.cluster === null ? null : await ClusterNode.connect({ settings: config.cluster, log });
   const { storage, startup } = await openStorage(config, store, writeLock, log);
   const writer = store?.kind === 'sqlite' ? await startWriter(config, store.path, writeLock, log) : null;
   const agents = new AgentRegistry(startup.agents, DEFAULT_AGENT_NAME);
@@ -230,8 +239,11 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     transportStats: () => limiter.stats(),
     limits: limitsOf(config),
     closing: () => lifecycle.closing,
+    clusterStats: () => cluster?.stats() ?? null,
   }, limitLog);
-  const harness = new HarnessHost(dispatch, agents);
+  // Clients' (and harnesses') requests go through the cluster's routing in cluster mode.
+  const entry: Dispatch = cluster === null ? dispatch : cluster.route;
+  const harness = new HarnessHost(entry, agents);
 
   const crashToken = process.env[CRASH_TOKEN_ENV] || null;
   if (crashToken !== null) log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
@@ -241,8 +253,9 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
       index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
       crashToken, store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock, harnessPort: harness.portForShard(),
       mcpPort: mcp.portForShard(), writerPort: writer?.portForShard() ?? null,
+      fences: cluster === null ? null : { partitions: cluster.fences.partitions, buffer: cluster.fences.buffer },
     }),
-    deliver: (conn, frames) => connections.get(conn)?.write(frames),
+    deliver: (conn, frames) => (connections.get(conn) ?? cluster?.forwarded(conn))?.write(frames),
     agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
     finished: ({ agent, text, depth, chain }) => {
       bus.publish(`agent:${agent}:done`, text, depth, chain).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));
@@ -251,7 +264,11 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   };
   writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
   await Promise.all([pool.start(outputs), mcp.ready]);
-  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch, connectionLimits, limiter };
+  if (cluster !== null) {
+    await cluster.start({ pool, storage: storage!, local: dispatch, defaultSender: config.defaultSender, highWaterBytes: config.highWaterBytes, hardLimitBytes: config.hardLimitBytes, closing: () => lifecycle.closing });
+    log.info({ node: config.cluster!.node, cluster: config.cluster!.name }, 'cluster node serving');
+  }
+  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, cluster };
 }
 
 /**

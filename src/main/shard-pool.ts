@@ -226,6 +226,15 @@ export class ShardPool {
     await this.#askAll((id) => ({ type: 'purge_agent', id, agent }), PURGE_TIMEOUT_MS);
   }
 
+  /**
+   * Cluster mode: every shard forgets the conversations of a partition this
+   * node lost; resolves once none of them has a turn running or queued
+   * (rejects after `timeoutMs`).
+   */
+  async dropPartition(partition: number, partitions: number, timeoutMs: number): Promise<void> {
+    await this.#askAll((id) => ({ type: 'drop_partition', id, partition, partitions }), timeoutMs);
+  }
+
   /** Sends a message with a fresh id to every shard and gathers the answers; a dead shard answers empty. */
   #askAll(build: (id: number) => ToShard, timeoutMs: number): Promise<ActiveConversation[][]> {
     return Promise.all(this.#shards.map((s) => this.#ask(s, build, timeoutMs)));

@@ -6,6 +6,7 @@
 import { isPlainMap } from './args.ts';
 import { AgentdError, Code } from './errors.ts';
 import { HARNESS_NAME_RULE, isHarnessModuleName } from './harness-module.ts';
+import { DEFAULT_PARTITIONS, NODE_NAME } from './partitions.ts';
 import type { StoreLocation } from './store-location.ts';
 
 export interface EchoOptions {
@@ -160,6 +161,8 @@ export interface ResolvedConfig {
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
+  /** Cluster mode (issue 16): this node's settings; null on a single node. */
+  cluster: ClusterSettings | null;
 }
 
 export const DEFAULTS = {
@@ -245,13 +248,15 @@ export interface FileSettings {
   max_queued_turns?: number;
   wal_max_bytes?: number;
   agents?: Record<string, AgentConfig>;
+  /** Checked against the store once that is known (validateClusterSettings, in resolveConfig). */
+  cluster?: Record<string, unknown>;
 }
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'store', 'memory_conversations', 'memory_bytes', 'storage_threads', 'agents',
   'max_agents', 'max_subscriptions', 'max_observers',
-  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes',
+  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes', 'cluster',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
 const ECHO_KEYS = ['delay_ms', 'cpu_us'];
@@ -456,6 +461,10 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   if (raw.max_chain_turns !== undefined) out.max_chain_turns = positiveInt(raw.max_chain_turns, source, 'max_chain_turns');
   if (raw.max_queued_turns !== undefined) out.max_queued_turns = positiveInt(raw.max_queued_turns, source, 'max_queued_turns');
   if (raw.wal_max_bytes !== undefined) out.wal_max_bytes = positiveInt(raw.wal_max_bytes, source, 'wal_max_bytes');
+  if (raw.cluster !== undefined) {
+    if (!isPlainMap(raw.cluster)) throw new ConfigError(source, 'cluster', 'must be an object {nats, node, name, partitions, lease_ms}');
+    out.cluster = raw.cluster;
+  }
   if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
   const providerNames = Object.keys(out.providers ?? {});
   if (raw.agents !== undefined) {
@@ -484,4 +493,62 @@ export function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value)) deepFreeze(v);
   }
   return value;
+}
+
+/** A node's cluster settings (issue 16): `cluster` in agentd.json, or `--cluster URL --node NAME`. */
+export interface ClusterSettings {
+  /** The cluster's name: its NATS key-value bucket and the prefix of its subjects (several clusters may share one NATS). */
+  name: string;
+  /** NATS server URLs (nats:// or tls://), the first reachable one used. */
+  nats: string[];
+  /** This node's name: unique in the cluster. */
+  node: string;
+  /** Fixed for the life of the cluster. */
+  partitions: number;
+  /** How long a silent node keeps its partitions from the others. */
+  lease_ms: number;
+}
+
+const CLUSTER_KEYS = ['name', 'nats', 'node', 'partitions', 'lease_ms'];
+export const DEFAULT_CLUSTER_NAME = 'agentd_cluster';
+export const DEFAULT_LEASE_MS = 5_000;
+const MAX_PARTITIONS = 65_536;
+const LEASE_MS_RANGE = [500, 600_000] as const;
+
+/**
+ * Validates `cluster: {nats, node, partitions, lease_ms}` against the store
+ * the node uses: the nodes of a cluster share their conversations through
+ * PostgreSQL, so any other store is refused, saying so.
+ */
+export function validateClusterSettings(raw: unknown, source: string, store: StoreLocation): ClusterSettings {
+  if (!isPlainMap(raw)) throw new ConfigError(source, 'cluster', 'must be an object {nats, node, name, partitions, lease_ms}');
+  onlyKeys(raw, CLUSTER_KEYS, source, 'cluster');
+  const name = raw.name === undefined ? DEFAULT_CLUSTER_NAME : string(raw.name, source, 'cluster.name', false);
+  if (!NODE_NAME.test(name)) throw new ConfigError(source, 'cluster.name', `must be 1-64 of letters, digits, "-" and "_", got ${JSON.stringify(name)}`);
+  const nats = string(raw.nats, source, 'cluster.nats', false)
+    .split(',')
+    .map((u) => u.trim());
+  for (const u of nats) {
+    let url: URL | null = null;
+    try {
+      url = new URL(u);
+    } catch {
+      // reported below
+    }
+    if (url === null || (url.protocol !== 'nats:' && url.protocol !== 'tls:') || url.hostname === '') {
+      throw new ConfigError(source, 'cluster.nats', `must be nats://HOST:PORT (or tls://), several separated by commas; got ${JSON.stringify(u)}`);
+    }
+  }
+  const node = string(raw.node, source, 'cluster.node', false);
+  if (!NODE_NAME.test(node)) throw new ConfigError(source, 'cluster.node', `must be 1-64 of letters, digits, "-" and "_", got ${JSON.stringify(node)}`);
+  const partitions = raw.partitions === undefined ? DEFAULT_PARTITIONS : boundedInt(raw.partitions, source, 'cluster.partitions', 1, MAX_PARTITIONS);
+  const lease_ms = raw.lease_ms === undefined ? DEFAULT_LEASE_MS : boundedInt(raw.lease_ms, source, 'cluster.lease_ms', ...LEASE_MS_RANGE);
+  if (store.kind !== 'postgres') {
+    throw new ConfigError(
+      source,
+      'cluster',
+      `needs a PostgreSQL store that every node shares ("store": "postgres://…" or --store), not the SQLite file ${store.path}`,
+    );
+  }
+  return { name, nats, node, partitions, lease_ms };
 }

@@ -39,6 +39,14 @@ export interface ShardInit {
   heartbeatMs: number;
   /** Turns its stalled predecessor was running: stored as ended `stalled` before any message is taken. */
   stalled: StalledTurn[];
+  /** Cluster mode: the tokens this node holds (SharedFences in partitions.ts), checked by every store write; null on a single node. */
+  fences: SharedFencesInit | null;
+}
+
+/** What a thread needs to read the node's partition tokens (see SharedFences). */
+export interface SharedFencesInit {
+  partitions: number;
+  buffer: SharedArrayBuffer;
 }
 
 /**
@@ -155,12 +163,25 @@ export interface ObserveUpdate {
   watching: boolean;
 }
 
+/**
+ * Cluster mode: this node stopped serving `partition`. Idle conversations of
+ * its pairs are forgotten (another node may write them now; they load again
+ * from the store if the partition comes back); busy ones once their queued
+ * and running turns ended, and then `id` comes back in `purged`.
+ */
+export interface DropPartition {
+  type: 'drop_partition';
+  id: number;
+  partition: number;
+  partitions: number;
+}
+
 /** Cancel everything with "shutting down"; take no new turns. */
 export interface ShutdownRequest {
   type: 'shutdown';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | ShutdownRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | ShutdownRequest | DropPartition;
 
 export type { ActiveConversation };
 
@@ -264,6 +285,8 @@ export type StorageTask =
   | { op: 'index_messages'; limit: number }
   /** At shutdown, once no shard is left: the thread's store closes (SQLite: folds and empties the WAL first). */
   | { op: 'close' }
+  /** Cluster mode: raises a partition's fence to `token` (DaemonStorage.claimPartition); answers whether it now holds exactly `token`. */
+  | { op: 'claim_partition'; partition: number; token: number }
   | ({ op: 'search_sessions' } & SearchOptions);
 
 /** A session search, its bounds already applied (PROTOCOL §4). */

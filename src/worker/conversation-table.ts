@@ -85,10 +85,37 @@ export class ConversationTable {
   }
 
   /**
+   * Forgets the conversations `drop` picks (another node owns their pairs
+   * now); they load again from the store when next asked for. Busy ones stay
+   * until idle (`#stale`), so their running and queued turns end as they
+   * would have (returned, for the caller to wait on).
+   */
+  forgetWhere(drop: (agent: string, sender: string) => boolean): Conversation[] {
+    const busy: Conversation[] = [];
+    for (const [key, conv] of [...this.#conversations]) {
+      if (!drop(conv.agent, conv.sender)) continue;
+      if (conv.busy) {
+        this.#stale.add(conv);
+        busy.push(conv);
+      } else this.#drop(key, conv);
+    }
+    return busy;
+  }
+
+  /** Busy conversations to forget once idle (forgetWhere). */
+  readonly #stale = new Set<Conversation>();
+
+  /**
    * Drops least-recently-used idle conversations while over either budget;
    * they come back from storage. `keep` (one just loaded) stays.
    */
   evict(keep: Conversation | null = null): void {
+    for (const conv of [...this.#stale]) {
+      if (conv.busy) continue;
+      this.#stale.delete(conv);
+      const key = pairKey(conv.agent, conv.sender);
+      if (this.#conversations.get(key) === conv) this.#drop(key, conv);
+    }
     if (!this.#persistent) return;
     for (const [key, conv] of this.#conversations) {
       if (!this.#overBudget()) break;

@@ -7,7 +7,9 @@ import type pg from 'pg';
 import { now } from '../shared/db.ts';
 import type { StalledTurn } from '../shared/threads.ts';
 import type { Message } from './models/types.ts';
-import { inTransaction } from './pg-pool.ts';
+import { fenceFor, type FenceSource } from '../shared/partitions.ts';
+import { checkFence } from './pg-fences.ts';
+import { inTransaction, type PoolClient } from './pg-pool.ts';
 import { indexedWords } from './pg-search-text.ts';
 import { appendTurn, writeTurnGroup } from './pg-turns.ts';
 import { stalledRecord, toMessage, toOutcome, type MessageRow, type OutcomeRow } from './stored-rows.ts';
@@ -26,9 +28,32 @@ const MESSAGE_COLUMNS = 'role, content, agent, tool_calls, tool_call_id, name, i
 
 export class PgConversationStorage implements ConversationStorage {
   readonly #pool: pg.Pool;
+  /** Cluster mode: the tokens this node holds, checked by every write (pg-fences.ts). Null on a single node. */
+  readonly #fences: FenceSource | null;
 
-  constructor(pool: pg.Pool) {
+  constructor(pool: pg.Pool, fences: FenceSource | null = null) {
     this.#pool = pool;
+    this.#fences = fences;
+  }
+
+  /**
+   * Runs a write addressed by conversation id: alone on a single node; in
+   * cluster mode in a transaction that first checks the fence of the
+   * conversation's pair (a conversation already gone has nothing to write).
+   */
+  async #fencedById(id: number, write: (q: pg.Pool | PoolClient) => Promise<unknown>): Promise<void> {
+    const fences = this.#fences;
+    if (fences === null) {
+      await write(this.#pool);
+      return;
+    }
+    await inTransaction(this.#pool, async (client) => {
+      const r = await client.query<{ agent: string; sender: string }>('SELECT agent, sender FROM conversations WHERE id = $1', [id]);
+      const pair = r.rows[0];
+      if (pair === undefined) return;
+      await checkFence(client, fenceFor(fences, pair.agent, pair.sender));
+      await write(client);
+    });
   }
 
   async #find(agent: string, sender: string): Promise<ConversationRow | null> {
@@ -74,7 +99,7 @@ export class PgConversationStorage implements ConversationStorage {
   }
 
   writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
-    return writeTurnGroup(this.#pool, turns);
+    return writeTurnGroup(this.#pool, turns, this.#fences);
   }
 
   async outcome(conversationId: number, turnId: string): Promise<TurnOutcome | null> {
@@ -86,16 +111,18 @@ export class PgConversationStorage implements ConversationStorage {
     return o === undefined ? null : toOutcome(turnId, o);
   }
 
-  async setSummary(id: number, summary: string, upto: number): Promise<void> {
-    await this.#pool.query(
-      "UPDATE conversations SET summary = $1, summary_upto = $2, updated_at = $3, summary_search = to_tsvector('simple', $4) WHERE id = $5",
-      [summary, upto, now(), indexedWords(summary), id],
+  setSummary(id: number, summary: string, upto: number): Promise<void> {
+    return this.#fencedById(id, (q) =>
+      q.query(
+        "UPDATE conversations SET summary = $1, summary_upto = $2, updated_at = $3, summary_search = to_tsvector('simple', $4) WHERE id = $5",
+        [summary, upto, now(), indexedWords(summary), id],
+      ),
     );
   }
 
-  async delete(id: number): Promise<void> {
+  delete(id: number): Promise<void> {
     // Messages, their search entries (a column of theirs) and outcomes go by ON DELETE CASCADE.
-    await this.#pool.query('DELETE FROM conversations WHERE id = $1', [id]);
+    return this.#fencedById(id, (q) => q.query('DELETE FROM conversations WHERE id = $1', [id]));
   }
 
   /**
@@ -107,7 +134,7 @@ export class PgConversationStorage implements ConversationStorage {
     const row = await this.#find(t.agent, t.sender);
     if (row !== null && t.turnId !== null && (await this.outcome(row.id, t.turnId)) !== null) return;
     const record = stalledRecord(t, row);
-    await inTransaction(this.#pool, (client) => appendTurn(client, record));
+    await inTransaction(this.#pool, (client) => appendTurn(client, record, this.#fences));
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,7 @@ import { now } from '../shared/db.ts';
 import type { AgentConfig } from '../shared/config.ts';
 import type { SearchOptions } from '../shared/threads.ts';
 import type { ConversationSummary, SessionHit } from '../shared/wire/ops.ts';
+import { claimFence } from './pg-fences.ts';
 import { inTransaction, type PoolClient } from './pg-pool.ts';
 import { migrate } from './pg-schema.ts';
 import { PgSessionSearch } from './pg-search.ts';
@@ -96,6 +97,10 @@ export class PgDaemonStorage implements DaemonStorage {
   }
 
   /** PostgreSQL keeps its own house (autovacuum, checkpoints): nothing to do. */
+  claimPartition(partition: number, token: number): Promise<boolean> {
+    return claimFence(this.#pool, partition, token);
+  }
+
   async maintain(): Promise<unknown> {
     return null;
   }

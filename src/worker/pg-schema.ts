@@ -87,6 +87,25 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (conversation_id, turn_id)
   );
   `,
+  // 2: cluster fencing. A partition's current token is the largest its owners claimed; a write for one
+  // of its pairs checks, in its own transaction, that it carries exactly that token (pg-fences.ts).
+  `
+  CREATE TABLE partition_fences (
+    partition INTEGER PRIMARY KEY,
+    token     BIGINT NOT NULL
+  );
+  CREATE FUNCTION agentd_check_fence(p INTEGER, t BIGINT) RETURNS void LANGUAGE plpgsql AS $$
+  DECLARE
+    current BIGINT;
+  BEGIN
+    -- FOR SHARE: a claim of a newer token waits until this write's transaction ends, so none commits after it.
+    SELECT token INTO current FROM partition_fences WHERE partition = p FOR SHARE;
+    IF current IS DISTINCT FROM t THEN
+      RAISE EXCEPTION 'this node no longer owns cluster partition % (its fencing token % is not the current %); the write was refused', p, t, coalesce(current::text, 'none')
+        USING ERRCODE = 'AGF01';
+    END IF;
+  END $$;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

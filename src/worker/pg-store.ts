@@ -6,13 +6,15 @@
  * (DaemonStorage.prepare) before any shard writes.
  */
 import type { Logger } from '../shared/log.ts';
+import type { FenceSource } from '../shared/partitions.ts';
 import { PgConversationStorage } from './pg-conversations.ts';
 import { PgDaemonStorage } from './pg-daemon.ts';
 import { connectPool } from './pg-pool.ts';
 import type { ConversationStorage, DaemonStorage } from './storage-contract.ts';
 
-export async function createPgConversationStorage(url: string, log: Logger): Promise<ConversationStorage> {
-  return new PgConversationStorage(await connectPool(url, log));
+/** `fences`: in cluster mode, the tokens this node holds; every write checks its pair's (pg-fences.ts). */
+export async function createPgConversationStorage(url: string, log: Logger, fences: FenceSource | null = null): Promise<ConversationStorage> {
+  return new PgConversationStorage(await connectPool(url, log), fences);
 }
 
 export async function createPgDaemonStorage(url: string, log: Logger): Promise<DaemonStorage> {

@@ -11,6 +11,8 @@ import type pg from 'pg';
 import { now } from '../shared/db.ts';
 import type { Message } from './models/types.ts';
 import { TITLE_CHARS } from './conversation.ts';
+import { fenceFor, type Fence, type FenceSource } from '../shared/partitions.ts';
+import { checkFence } from './pg-fences.ts';
 import { inTransaction, type PoolClient } from './pg-pool.ts';
 import { indexedWords } from './pg-search-text.ts';
 import type { TurnRecord } from './storage-contract.ts';
@@ -85,18 +87,27 @@ const APPEND_TO_NEW = turnStatement(`
   ON CONFLICT (agent, sender) DO UPDATE SET updated_at = EXCLUDED.updated_at, message_count = EXCLUDED.message_count
   RETURNING id`);
 
-/** Writes one turn, inside a transaction; returns its conversation's row id (creating the row on its first turn). */
-export async function appendTurn(client: PoolClient, turn: TurnRecord): Promise<number> {
+/**
+ * Writes one turn, inside a transaction; returns its conversation's row id
+ * (creating the row on its first turn). In cluster mode (`fences`) the
+ * fence check goes out just before the turn's statement, on the same
+ * connection and without waiting for it, so a batch stays one flight.
+ */
+export async function appendTurn(client: PoolClient, turn: TurnRecord, fences: FenceSource | null = null): Promise<number> {
   const { conv, messages } = turn;
   refuseNul(messages);
+  const fence: Fence | null = fences === null ? null : fenceFor(fences, conv.agent, conv.sender);
   const params = turnParams(turn, now());
-  let r: pg.QueryResult<{ id: number }>;
+  const check = fence === null ? null : checkFence(client, fence);
+  let write: Promise<pg.QueryResult<{ id: number }>>;
   if (conv.dbId !== null) {
-    r = await client.query<{ id: number }>(APPEND_TO_STORED, [...params, conv.dbId]);
+    write = client.query<{ id: number }>(APPEND_TO_STORED, [...params, conv.dbId]);
   } else {
     const title = conv.title || (messages.find((m) => m.role === 'user')?.content.slice(0, TITLE_CHARS) ?? '');
-    r = await client.query<{ id: number }>(APPEND_TO_NEW, [...params, conv.agent, conv.sender, title, indexedWords(title)]);
+    write = client.query<{ id: number }>(APPEND_TO_NEW, [...params, conv.agent, conv.sender, title, indexedWords(title)]);
   }
+  // A refused check aborts the transaction, so the write fails too: the check's error is the one that says why.
+  const [, r] = await Promise.all([check, write]);
   const row = r.rows[0];
   if (row === undefined) throw new Error(`conversation ${conv.agent}/${conv.sender} is no longer stored (it was deleted)`);
   return row.id;
@@ -109,11 +120,11 @@ export async function appendTurn(client: PoolClient, turn: TurnRecord): Promise<
  * (its COMMIT answers ROLLBACK) and this throws. A turn refused before it was
  * sent (U+0000) is reported as failed; the rest commit.
  */
-async function writeAll(pool: pg.Pool, turns: readonly TurnRecord[]): Promise<(number | Error)[]> {
+async function writeAll(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null): Promise<(number | Error)[]> {
   const client = await pool.connect();
   let healthy = false;
   try {
-    const settled = await Promise.allSettled([client.query('BEGIN'), ...turns.map((t) => appendTurn(client, t)), client.query('COMMIT')]);
+    const settled = await Promise.allSettled([client.query('BEGIN'), ...turns.map((t) => appendTurn(client, t, fences)), client.query('COMMIT')]);
     const commit = settled.pop()!;
     if (commit.status === 'rejected') throw commit.reason;
     healthy = true;
@@ -128,13 +139,13 @@ async function writeAll(pool: pg.Pool, turns: readonly TurnRecord[]): Promise<(n
 }
 
 /** Every turn in one transaction, each behind a savepoint: a failing turn is rolled back alone. */
-function writeEach(pool: pg.Pool, turns: readonly TurnRecord[]): Promise<(number | Error)[]> {
+function writeEach(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null): Promise<(number | Error)[]> {
   return inTransaction(pool, async (client) => {
     const out: (number | Error)[] = [];
     for (const turn of turns) {
       await client.query('SAVEPOINT turn');
       try {
-        out.push(await appendTurn(client, turn));
+        out.push(await appendTurn(client, turn, fences));
         await client.query('RELEASE SAVEPOINT turn');
       } catch (err) {
         await client.query('ROLLBACK TO SAVEPOINT turn');
@@ -147,16 +158,18 @@ function writeEach(pool: pg.Pool, turns: readonly TurnRecord[]): Promise<(number
 
 /**
  * The group commit. Row ids are kept only once COMMIT succeeded; if the
- * batch cannot commit at all, every turn reports why.
+ * batch cannot commit at all, every turn reports why. In cluster mode each
+ * turn carries its partition's fence: a turn of a partition this node lost
+ * fails alone, with the others of the batch written.
  */
-export async function writeTurnGroup(pool: pg.Pool, turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
+export async function writeTurnGroup(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null = null): Promise<(Error | null)[]> {
   let written: (number | Error)[];
   try {
-    written = await writeAll(pool, turns);
+    written = await writeAll(pool, turns, fences);
   } catch (batchError) {
     if (turns.length === 1) return [batchError as Error];
     try {
-      written = await writeEach(pool, turns);
+      written = await writeEach(pool, turns, fences);
     } catch (err) {
       return turns.map(() => err as Error);
     }

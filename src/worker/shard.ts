@@ -20,13 +20,15 @@ import { startHeartbeat } from './liveness.ts';
 import { recordStalledTurns } from './stalled-turns.ts';
 import { WriterClient } from './writer-client.ts';
 import type { WriterPortMessage } from '../shared/writer-threads.ts';
+import { SharedFences } from '../shared/partitions.ts';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
 const log = createLogger(init.logLevel, { shard: init.index });
 const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
 const writer = init.writerPort === null ? null : new WriterClient(init.writerPort);
-const store = init.store === null ? null : await openConversationStorage(init.store, new WriteLock(init.writeLock, ownerToken(init.index)), writer, log);
+const fences = init.fences === null ? null : new SharedFences(init.fences.partitions, init.fences.buffer);
+const store = init.store === null ? null : await openConversationStorage(init.store, new WriteLock(init.writeLock, ownerToken(init.index)), writer, log, fences);
 const scheduler = new TurnScheduler({
   outbox,
   agents: init.agents,

@@ -104,6 +104,12 @@ export interface DaemonStorage {
    * For a backend whose turn commits leave the index behind (SQLite: worker/search-index.ts); others leave it out.
    */
   indexMessages?(limit: number): Promise<number>;
+  /**
+   * Cluster mode (a store several nodes share; PostgreSQL): raises the
+   * partition's fence to `token`, after which only writes carrying `token`
+   * commit for its pairs. False when a larger token was claimed already.
+   */
+  claimPartition?(partition: number, token: number): Promise<boolean>;
   close(): Promise<void>;
 }
 

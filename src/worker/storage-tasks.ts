@@ -47,6 +47,9 @@ export default async function handle(task: StorageTask): Promise<unknown> {
       return s.maintain(task.walMaxBytes);
     case 'index_messages':
       return s.indexMessages?.(task.limit) ?? 0;
+    case 'claim_partition':
+      if (s.claimPartition === undefined) throw new Error('this store cannot hold cluster fences (cluster mode needs PostgreSQL)');
+      return s.claimPartition(task.partition, task.token);
     case 'close':
       storage = null;
       await s.close();

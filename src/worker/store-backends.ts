@@ -7,6 +7,7 @@
 import { openDatabase } from '../shared/db.ts';
 import type { Logger } from '../shared/log.ts';
 import type { StoreLocation } from '../shared/store-location.ts';
+import type { FenceSource } from '../shared/partitions.ts';
 import type { WriteLock } from '../shared/write-lock.ts';
 import type { ConversationStorage, DaemonStorage } from './storage-contract.ts';
 import { SqliteConversationStorage } from './store.ts';
@@ -15,7 +16,7 @@ import type { WriterClient } from './writer-client.ts';
 
 /** What ./pg-store exports. */
 export interface PgStoreModule {
-  createPgConversationStorage(url: string, log: Logger): ConversationStorage | Promise<ConversationStorage>;
+  createPgConversationStorage(url: string, log: Logger, fences?: FenceSource | null): ConversationStorage | Promise<ConversationStorage>;
   createPgDaemonStorage(url: string, log: Logger): DaemonStorage | Promise<DaemonStorage>;
 }
 
@@ -26,13 +27,23 @@ function loadPgStore(): Promise<PgStoreModule> {
   return import(PG_MODULE.href) as Promise<PgStoreModule>;
 }
 
-/** A shard's conversations (SQLite: `writer` is its client of the turn writer thread, which main starts for SQLite). */
-export async function openConversationStorage(store: StoreLocation, lock: WriteLock, writer: WriterClient | null, log: Logger): Promise<ConversationStorage> {
+/**
+ * A shard's conversations. SQLite: `writer` is its client of the turn writer
+ * thread, which main starts for SQLite. `fences`: cluster mode only (a
+ * PostgreSQL store): every write checks its pair's token.
+ */
+export async function openConversationStorage(
+  store: StoreLocation,
+  lock: WriteLock,
+  writer: WriterClient | null,
+  log: Logger,
+  fences: FenceSource | null = null,
+): Promise<ConversationStorage> {
   if (store.kind === 'sqlite') {
     if (writer === null) throw new Error('a SQLite store needs the turn writer thread');
     return new SqliteConversationStorage(openDatabase(store.path), lock, writer);
   }
-  return (await loadPgStore()).createPgConversationStorage(store.url, log);
+  return (await loadPgStore()).createPgConversationStorage(store.url, log, fences);
 }
 
 /** A storage-pool thread's daemon-wide store. Opens nothing before `prepare` has checked the schema. */

@@ -9,7 +9,7 @@
 import type { AgentConfig } from '../shared/config.ts';
 import { Code } from '../shared/errors.ts';
 import { PONG } from '../shared/codec.ts';
-import type { AgentChange, CompactRequest, ConnClosed, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads.ts';
+import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
 import { Conversation, pairKey } from './conversation.ts';
 import type { Models } from './models/index.ts';
@@ -22,6 +22,7 @@ import type { Message } from './models/types.ts';
 import { ConversationTable } from './conversation-table.ts';
 import { CancelReason, errorTo, JobRunner, replyTo } from './job-runner.ts';
 import { PairGate } from './pair-gate.ts';
+import { partitionOf } from '../shared/partitions.ts';
 
 export { CancelReason } from './job-runner.ts';
 
@@ -95,6 +96,8 @@ export class TurnScheduler {
       case 'observe':
         this.#outbox.observing = msg.watching;
         return;
+      case 'drop_partition':
+        return void this.#dropPartition(msg);
       case 'shutdown':
         this.#shuttingDown = true;
         return this.#runner.cancelAll(CancelReason.Shutdown);
@@ -241,6 +244,18 @@ export class TurnScheduler {
       else errorTo(this.#outbox, req, Code.Internal, `deleting failed: ${failure(deleted.reason)}`);
       this.#replay(queued);
     });
+  }
+
+  /** The node lost a partition: forget its conversations, and answer once none of them has a turn running or queued. */
+  async #dropPartition(msg: DropPartition): Promise<void> {
+    const busy = this.#table.forgetWhere((agent, sender) => partitionOf(agent, sender, msg.partitions) === msg.partition);
+    for (;;) {
+      const waits = busy.filter((c) => c.busy).map((c) => c.runningDone ?? new Promise<void>((r) => setTimeout(r, 10)));
+      if (waits.length === 0) break;
+      await Promise.all(waits);
+    }
+    this.#table.evict();
+    this.#outbox.purged(msg.id);
   }
 
   /** The agent was deleted: cancel its conversations' jobs, forget them, and answer once none runs. */

@@ -33,6 +33,7 @@ function harness() {
     transportStats: () => ({}),
     limits: {},
     closing: () => state.closing,
+    clusterStats: () => null,
   };
   const replies: [number, any][] = [];
   const from: Requester = { id: 42, reply: (req, value) => replies.push([req, value]), backlog: () => 0, write: () => {} };

@@ -14,6 +14,7 @@ import { createLogger } from '../../src/shared/log.ts';
 import { turnRequest } from '../../src/main/turn-request.ts';
 import { fakeOutbox, type Frame } from '../helpers/outbox.ts';
 import { MemoryStorage } from '../helpers/memory-storage.ts';
+import { partitionOf } from '../../src/shared/partitions.ts';
 
 function setup(storage: MemoryStorage) {
   const out = fakeOutbox();
@@ -102,5 +103,37 @@ describe('TurnScheduler, a conversation loading from storage', () => {
     expect(out.frames.find((f) => f.req === 3)!.value.error).toMatchObject({ code: 404 });
     await answered(out.frames, [2]);
     expect((await storage.allMessages(2)).map((m) => m.content)).toEqual(['fresh', 'fresh']);
+  });
+});
+
+describe('TurnScheduler, a cluster partition the node lost', () => {
+  it('forgets the partition’s conversations once their turns ended, answering only then; other partitions stay in memory', async () => {
+    const storage = new MemoryStorage();
+    const { out, scheduler } = setup(storage);
+    const purged: { id: number; turnEnded: boolean }[] = [];
+    out.purged = (id) => purged.push({ id, turnEnded: out.frames.some((f) => f.req === 3 && f.last) });
+    const partitions = 4;
+    const lost = partitionOf('a', 's', partitions);
+    let other = 'o0';
+    for (let i = 1; partitionOf('a', other, partitions) === lost; i++) other = `o${i}`;
+    const otherTurn = (req: number, content: string) => turnRequest({ conn: 1, req, mode: 'stream', agent: 'a', sender: other, content });
+
+    scheduler.handle(turn(1, 'one'));
+    scheduler.handle(otherTurn(2, 'two'));
+    await answered(out.frames, [1, 2]);
+    scheduler.handle(turn(3, 'three'));
+    scheduler.handle({ type: 'drop_partition', id: 7, partition: lost, partitions });
+    await answered(out.frames, [3]);
+    while (purged.length === 0) await new Promise((r) => setImmediate(r));
+    expect(purged).toEqual([{ id: 7, turnEnded: true }]);
+
+    storage.calls.length = 0;
+    scheduler.handle(pairRequest('history', 4));
+    scheduler.handle({ type: 'history', conn: 1, req: 5, agent: 'a', sender: other });
+    await answered(out.frames, [4, 5]);
+    // Only the lost partition's conversation comes back from the store, with everything its turns stored.
+    expect(storage.calls.filter((c) => c === 'load')).toHaveLength(1);
+    const history = out.frames.find((f) => f.req === 4)!.value.conversation_history;
+    expect(history.messages.map((m: { content: string }) => m.content)).toEqual(['one', 'one', 'three', 'three']);
   });
 });

@@ -5,6 +5,7 @@ import { op, type DispatchContext, type OpTable } from './op-table.ts';
 
 async function stats(ctx: DispatchContext): Promise<unknown> {
   const active = await ctx.pool.activeConversations(null, null);
+  const cluster = ctx.clusterStats();
   return {
     stats: {
       version: VERSION,
@@ -21,6 +22,7 @@ async function stats(ctx: DispatchContext): Promise<unknown> {
       limits: ctx.limits,
       ...ctx.bus.stats(),
       ...ctx.pool.stats(),
+      ...(cluster === null ? {} : { cluster }),
     },
   };
 }

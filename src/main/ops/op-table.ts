@@ -44,6 +44,8 @@ export interface DispatchContext {
   limits: Readonly<Record<string, number>>;
   /** True once shutdown began: new work gets 503. */
   closing(): boolean;
+  /** Cluster mode: this node's view of the cluster for get_stats; null on a single node. */
+  clusterStats(): Record<string, unknown> | null;
 }
 
 /** Returned by handlers whose reply comes later as frames (from a shard, or an observer stream). */

@@ -37,7 +37,13 @@ export function snippetOf(text: string, words: readonly string[], bytes: number)
   return { snippet: out, truncated: true };
 }
 
-/** How many best-ranked messages are kept before one hit per conversation is chosen. */
+/**
+ * How many matching messages ranking looks at: the newest this many (by
+ * storing order), ranked among themselves, before one hit per conversation
+ * is chosen. A search's cost is bounded by this, not by how many messages
+ * match: a common word may match millions. An older match is found whenever
+ * fewer than this many newer messages match.
+ */
 export const SEARCH_CANDIDATES = 500;
 
 /** A query's distinct lower-cased words (letters, digits, `_`), or null when it has none. */

@@ -44,7 +44,7 @@ export function snippetOf(text: string, words: readonly string[], bytes: number)
  * match: a common word may match millions. An older match is found whenever
  * fewer than this many newer messages match.
  */
-export const SEARCH_CANDIDATES = 500;
+export const SEARCH_CANDIDATES = 200;
 
 /** A query's distinct lower-cased words (letters, digits, `_`), or null when it has none. */
 export function queryWords(query: string): string[] | null {

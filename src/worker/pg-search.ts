@@ -35,10 +35,15 @@ const MESSAGE_HITS = `
   ) r, websearch_to_tsquery('simple', $1) q
   ORDER BY score DESC, r.conversation_id`;
 
+/** Titles and summaries: the newest SEARCH_CANDIDATES matching conversations, as on SQLite. */
 const CONVERSATION_HITS = `
-  SELECT c.id, ts_rank(c.title_search || c.summary_search, q, ${NORMALIZATION}) AS score
-  FROM conversations c, websearch_to_tsquery('simple', $1) q
-  WHERE (c.title_search || c.summary_search) @@ q AND ${FILTER}`;
+  SELECT r.id, ts_rank(r.doc, q, ${NORMALIZATION}) AS score
+  FROM (
+    SELECT c.id, c.title_search || c.summary_search AS doc
+    FROM conversations c, websearch_to_tsquery('simple', $1) q
+    WHERE (c.title_search || c.summary_search) @@ q AND ${FILTER}
+    ORDER BY c.id DESC LIMIT ${SEARCH_CANDIDATES}
+  ) r, websearch_to_tsquery('simple', $1) q`;
 
 const CONVERSATIONS = 'SELECT id, agent, sender, title, created_at, updated_at FROM conversations WHERE id = ANY($1::bigint[])';
 

@@ -38,11 +38,12 @@ export function snippetOf(text: string, words: readonly string[], bytes: number)
 }
 
 /**
- * How many matching messages ranking looks at: the newest this many (by
- * storing order), ranked among themselves, before one hit per conversation
+ * How many matches ranking looks at: the newest this many messages (by
+ * storing order), and the newest this many conversations whose title or
+ * summary matches, ranked among themselves, before one hit per conversation
  * is chosen. A search's cost is bounded by this, not by how many messages
  * match: a common word may match millions. An older match is found whenever
- * fewer than this many newer messages match.
+ * fewer than this many newer ones match.
  */
 export const SEARCH_CANDIDATES = 200;
 

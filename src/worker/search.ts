@@ -1,8 +1,9 @@
 /**
- * Session search over stored conversations (PROTOCOL §4): FTS5 with bm25,
- * one hit per conversation, best first. User text weighs 1.5, assistant
- * text and tool names 1; a match in the title or the compaction summary
- * lifts its conversation. A query is words, never FTS5 syntax.
+ * Session search over stored conversations (PROTOCOL §4): FTS5 finds the
+ * newest SEARCH_CANDIDATES matches, search-bm25.ts ranks them by BM25, one
+ * hit per conversation, best first. User text weighs 1.5, assistant text and
+ * tool names 1; a match in the title or the compaction summary lifts its
+ * conversation. A query is words, never FTS5 syntax.
  */
 import type { Db } from '../shared/db.ts';
 import type { SearchOptions } from '../shared/threads.ts';

@@ -402,6 +402,21 @@ describe.each(backends)('storage contract: $name', (backend) => {
       // The bound counts only the matches a filter lets through: narrowed to its sender, the old one is found.
       expect((await q('zebra', { sender: 'old' })).map((h) => [h.sender, h.msg_idx])).toEqual([['old', 2]]);
     });
+
+    it('lifts by title or summary only among the newest SEARCH_CANDIDATES matching conversations', async () => {
+      await fresh();
+      // Matched by its summary alone (no message or title holds the word), created first.
+      const old = await conversation('a', 'old', [user('hello'), assistant('ok')]);
+      await shard.setSummary(old, 'quokka quokka', 2);
+      const newer = Array.from({ length: SEARCH_CANDIDATES - 1 }, (_, i) => ({ conv: ref('a', `n${i}`), messages: [user('hello'), assistant('ok')] }));
+      expect(await shard.writeTurns(newer)).toEqual(newer.map(() => null));
+      for (const t of newer) await shard.setSummary(t.conv.dbId!, 'a summary with one quokka among many other words', 2);
+      expect((await q('quokka', { limit: 20 })).map((h) => h.sender)).toContain('old');
+      const last = await conversation('a', 'last', [user('hello'), assistant('ok')]);
+      await shard.setSummary(last, 'a summary with one quokka among many other words', 2);
+      expect((await q('quokka', { limit: 20 })).map((h) => h.sender)).not.toContain('old');
+      expect((await q('quokka', { sender: 'old' })).map((h) => [h.sender, h.msg_idx])).toEqual([['old', 0]]);
+    });
   });
 
   describe('the daemon store', () => {

@@ -20,16 +20,30 @@ const NORMALIZATION = 1;
 
 const FILTER = '($2::text IS NULL OR c.agent = $2) AND ($3::text IS NULL OR c.sender = $3)';
 
+/**
+ * Only the newest SEARCH_CANDIDATES matches (by message id, storing order) are ranked, as on SQLite:
+ * the GIN index finds the matches, and ts_rank, which reads each row's tsvector, runs on at most
+ * SEARCH_CANDIDATES of them however many match.
+ */
 const MESSAGE_HITS = `
-  SELECT m.conversation_id, m.idx, ts_rank('${WEIGHTS}', m.search, q, ${NORMALIZATION}) AS score
-  FROM messages m JOIN conversations c ON c.id = m.conversation_id, websearch_to_tsquery('simple', $1) q
-  WHERE m.search @@ q AND ${FILTER}
-  ORDER BY score DESC, m.conversation_id LIMIT ${SEARCH_CANDIDATES}`;
+  SELECT r.conversation_id, r.idx, ts_rank('${WEIGHTS}', r.search, q, ${NORMALIZATION}) AS score
+  FROM (
+    SELECT m.conversation_id, m.idx, m.search
+    FROM messages m JOIN conversations c ON c.id = m.conversation_id, websearch_to_tsquery('simple', $1) q
+    WHERE m.search @@ q AND ${FILTER}
+    ORDER BY m.id DESC LIMIT ${SEARCH_CANDIDATES}
+  ) r, websearch_to_tsquery('simple', $1) q
+  ORDER BY score DESC, r.conversation_id`;
 
+/** Titles and summaries: the newest SEARCH_CANDIDATES matching conversations, as on SQLite. */
 const CONVERSATION_HITS = `
-  SELECT c.id, ts_rank(c.title_search || c.summary_search, q, ${NORMALIZATION}) AS score
-  FROM conversations c, websearch_to_tsquery('simple', $1) q
-  WHERE (c.title_search || c.summary_search) @@ q AND ${FILTER}`;
+  SELECT r.id, ts_rank(r.doc, q, ${NORMALIZATION}) AS score
+  FROM (
+    SELECT c.id, c.title_search || c.summary_search AS doc
+    FROM conversations c, websearch_to_tsquery('simple', $1) q
+    WHERE (c.title_search || c.summary_search) @@ q AND ${FILTER}
+    ORDER BY c.id DESC LIMIT ${SEARCH_CANDIDATES}
+  ) r, websearch_to_tsquery('simple', $1) q`;
 
 const CONVERSATIONS = 'SELECT id, agent, sender, title, created_at, updated_at FROM conversations WHERE id = ANY($1::bigint[])';
 

@@ -37,8 +37,15 @@ export function snippetOf(text: string, words: readonly string[], bytes: number)
   return { snippet: out, truncated: true };
 }
 
-/** How many best-ranked messages are kept before one hit per conversation is chosen. */
-export const SEARCH_CANDIDATES = 500;
+/**
+ * How many matches ranking looks at: the newest this many messages (by
+ * storing order), and the newest this many conversations whose title or
+ * summary matches, ranked among themselves, before one hit per conversation
+ * is chosen. A search's cost is bounded by this, not by how many messages
+ * match: a common word may match millions. An older match is found whenever
+ * fewer than this many newer ones match.
+ */
+export const SEARCH_CANDIDATES = 200;
 
 /** A query's distinct lower-cased words (letters, digits, `_`), or null when it has none. */
 export function queryWords(query: string): string[] | null {

@@ -1,63 +1,121 @@
 /**
- * Session search over stored conversations (PROTOCOL §4): FTS5 with bm25,
- * one hit per conversation, best first. User text weighs 1.5, assistant
- * text and tool names 1; a match in the title or the compaction summary
- * lifts its conversation. A query is words, never FTS5 syntax.
+ * Session search over stored conversations (PROTOCOL §4): FTS5 finds the
+ * newest SEARCH_CANDIDATES matches, search-bm25.ts ranks them by BM25, one
+ * hit per conversation, best first. User text weighs 1.5, assistant text and
+ * tool names 1; a match in the title or the compaction summary lifts its
+ * conversation. A query is words, never FTS5 syntax.
  */
+import type { Statement } from 'better-sqlite3';
 import type { Db } from '../shared/db.ts';
 import type { SearchOptions } from '../shared/threads.ts';
 import type { SearchWindowMessage, SessionHit } from '../shared/wire/ops.ts';
 import { SearchIndex } from './search-index.ts';
 import { ftsQuery, queryWords, rankConversations, SEARCH_CANDIDATES, windowEntry, windowSides, type WindowRow } from './search-rules.ts';
+import { Bm25Stats, CONVERSATIONS_FTS, MESSAGES_FTS } from './search-bm25.ts';
 
 export type { SearchOptions };
 export type { SessionHit, SearchWindowMessage as WindowMessage };
 export { ftsQuery, snippetOf } from './search-rules.ts';
 
-/** Weights of messages_fts columns for bm25: user_text, assistant_text, tool_names (then two unindexed). */
-const MESSAGE_WEIGHTS = '1.5, 1.0, 1.0, 0, 0';
+/** A filter allowing at most this many messages (or conversations, for titles) is searched by walking them. */
+export const NARROW_FILTER_ROWS = 20_000;
 /** Messages indexed per transaction when a search finds the index behind. */
 const CATCH_UP_BATCH = 2_000;
 
+interface Candidate {
+  user_text: string;
+  assistant_text: string;
+  tool_names: string;
+  conversation_id: number;
+  idx: number;
+}
+
+interface TitleCandidate {
+  id: number;
+  title: string;
+  summary: string;
+}
+
+/** The statements of a search narrowed by agent, sender or both; `?` after the query are the filter's values. */
+interface FilteredStatements {
+  allowedSize: Statement<string[], { conversations: number; messages: number | null }>;
+  candidates: Statement<(string | number)[], Candidate>;
+  narrowCandidates: Statement<(string | number)[], Candidate>;
+  titleCandidates: Statement<(string | number)[], TitleCandidate>;
+  narrowTitleCandidates: Statement<(string | number)[], TitleCandidate>;
+}
+
+const COLUMNS = 'user_text, assistant_text, tool_names, conversation_id, idx';
+
 export class SessionSearch {
-  readonly #messageHits;
-  readonly #filteredMessageHits;
-  readonly #conversationHits;
+  readonly #db: Db;
+  readonly #candidates;
+  readonly #titleCandidates;
+  /** Keyed by which filters are set, so each statement's WHERE can use the (agent, sender) index. */
+  readonly #filtered = new Map<string, FilteredStatements>();
+  readonly #conversation;
   readonly #window;
+  readonly #messageStats: Bm25Stats;
+  readonly #titleStats: Bm25Stats;
   readonly #index: SearchIndex;
 
   /** `index` indexes what was committed since its last batch before each search (search-index.ts). */
   constructor(db: Db, index: SearchIndex = new SearchIndex(db)) {
+    this.#db = db;
     this.#index = index;
-    // Ranks rowids alone, then reads the conversation and index of the best few from messages: reading
-    // the FTS table's unindexed columns for every match before the sort cost about a quarter of this query.
-    this.#messageHits = db.prepare<[string, number], { conversation_id: number; idx: number; score: number }>(`
-      SELECT m.conversation_id, m.idx, best.score
-      FROM (
-        SELECT rowid, -bm25(messages_fts, ${MESSAGE_WEIGHTS}) AS score
-        FROM messages_fts WHERE messages_fts MATCH ?
-        ORDER BY score DESC LIMIT ?
-      ) best JOIN messages m ON m.id = best.rowid
-      ORDER BY best.score DESC`);
-    this.#filteredMessageHits = db.prepare<[string, string | null, string | null, string | null, string | null, number], { conversation_id: number; idx: number; score: number }>(`
-      SELECT conversation_id, idx, -bm25(messages_fts, ${MESSAGE_WEIGHTS}) AS score
-      FROM messages_fts
-      WHERE messages_fts MATCH ?
-        AND conversation_id IN (SELECT id FROM conversations WHERE (? IS NULL OR agent = ?) AND (? IS NULL OR sender = ?))
-      ORDER BY score DESC LIMIT ?`);
-    this.#conversationHits = db.prepare<[string, string | null, string | null, string | null, string | null], { id: number; agent: string; sender: string; title: string; created_at: string; updated_at: string; score: number }>(`
-      SELECT c.id, c.agent, c.sender, c.title, c.created_at, c.updated_at, -bm25(conversations_fts) AS score
-      FROM conversations_fts JOIN conversations c ON c.id = conversations_fts.rowid
-      WHERE conversations_fts MATCH ? AND (? IS NULL OR c.agent = ?) AND (? IS NULL OR c.sender = ?)`);
+    this.#messageStats = new Bm25Stats(db, MESSAGES_FTS);
+    this.#titleStats = new Bm25Stats(db, CONVERSATIONS_FTS);
+    // Only the newest SEARCH_CANDIDATES matches are ranked, read with their indexed text (exactly as indexed)
+    // for search-bm25.ts to score: FTS5 walks its doclists newest first and stops there. Ranking every match
+    // made a search's cost grow with the number of matches (PROTOCOL §4.3).
+    this.#candidates = db.prepare<[string, number], Candidate>(`SELECT ${COLUMNS} FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?`);
+    // Titles and summaries the same way: the newest SEARCH_CANDIDATES matching conversations (rowid = conversations.id).
+    this.#titleCandidates = db.prepare<[string, number], TitleCandidate>(
+      `SELECT rowid AS id, title, coalesce(summary, '') AS summary FROM conversations_fts WHERE conversations_fts MATCH ? ORDER BY rowid DESC LIMIT ?`,
+    );
+    this.#conversation = db.prepare<[number], { agent: string; sender: string; title: string; created_at: string; updated_at: string }>(
+      'SELECT agent, sender, title, created_at, updated_at FROM conversations WHERE id = ?',
+    );
     this.#window = db.prepare<[number, number, number], WindowRow>(
       'SELECT idx, role, content, name, tool_calls FROM messages WHERE conversation_id = ? AND idx BETWEEN ? AND ? ORDER BY idx',
     );
-    this.conversation = db.prepare<[number], { id: number; agent: string; sender: string; title: string; created_at: string; updated_at: string }>(
-      'SELECT id, agent, sender, title, created_at, updated_at FROM conversations WHERE id = ?',
-    );
   }
 
-  readonly conversation;
+  #filteredStatements(agent: string | null, sender: string | null): FilteredStatements {
+    const key = `${agent !== null}${sender !== null}`;
+    let f = this.#filtered.get(key);
+    if (f !== undefined) return f;
+    const where = (prefix: string): string =>
+      [agent !== null ? `${prefix}agent = ?` : null, sender !== null ? `${prefix}sender = ?` : null].filter((c) => c !== null).join(' AND ');
+    const allowed = `IN (SELECT id FROM conversations WHERE ${where('')})`;
+    const db = this.#db;
+    f = {
+      // Counts no further than the bound: past it, the filter is wide either way.
+      allowedSize: db.prepare(`
+        SELECT count(*) AS conversations, sum(message_count) AS messages
+        FROM (SELECT message_count FROM conversations WHERE ${where('')} LIMIT ${NARROW_FILTER_ROWS + 1})`),
+      // A wide filter: FTS5 walks the matches newest first and each looks its conversation up, until enough pass.
+      candidates: db.prepare(`
+        SELECT f.user_text, f.assistant_text, f.tool_names, f.conversation_id, f.idx
+        FROM messages_fts f JOIN conversations c ON c.id = f.conversation_id
+        WHERE messages_fts MATCH ? AND ${where('c.')} ORDER BY f.rowid DESC LIMIT ?`),
+      // A filter that allows few messages (a turn's own conversation, say) walks those messages instead, each one
+      // FTS5 lookup: walking the matches newest first until SEARCH_CANDIDATES pass the filter would read every match.
+      narrowCandidates: db.prepare(`
+        SELECT ${COLUMNS} FROM messages_fts
+        WHERE messages_fts MATCH ? AND rowid IN (SELECT id FROM messages WHERE conversation_id ${allowed})
+        ORDER BY rowid DESC LIMIT ?`),
+      // A join: FTS5 drives and each match looks its conversation up.
+      titleCandidates: db.prepare(`
+        SELECT f.rowid AS id, f.title, coalesce(f.summary, '') AS summary FROM conversations_fts f JOIN conversations c ON c.id = f.rowid
+        WHERE conversations_fts MATCH ? AND ${where('c.')} ORDER BY f.rowid DESC LIMIT ?`),
+      narrowTitleCandidates: db.prepare(`
+        SELECT rowid AS id, title, coalesce(summary, '') AS summary FROM conversations_fts
+        WHERE conversations_fts MATCH ? AND rowid ${allowed} ORDER BY rowid DESC LIMIT ?`),
+    };
+    this.#filtered.set(key, f);
+    return f;
+  }
 
   search(o: SearchOptions): SessionHit[] {
     const match = ftsQuery(o.query);
@@ -65,17 +123,32 @@ export class SessionSearch {
     // Every turn that ended before this search is committed: index it first, so the search sees it.
     this.#index.catchUpAll(CATCH_UP_BATCH);
     const words = queryWords(o.query)!;
-    const candidates =
-      o.agent === null && o.sender === null
-        ? this.#messageHits.all(match, SEARCH_CANDIDATES)
-        : this.#filteredMessageHits.all(match, o.agent, o.agent, o.sender, o.sender, SEARCH_CANDIDATES);
+    const score = this.#messageStats.scorer(words);
+    const titleScore = this.#titleStats.scorer(words);
+    let rows: Candidate[];
+    let titles: TitleCandidate[];
+    if (o.agent === null && o.sender === null) {
+      rows = this.#candidates.all(match, SEARCH_CANDIDATES);
+      titles = this.#titleCandidates.all(match, SEARCH_CANDIDATES);
+    } else {
+      const f = this.#filteredStatements(o.agent, o.sender);
+      const values = [o.agent, o.sender].filter((v) => v !== null);
+      // Whichever of the filter's rows or the matches is smaller bounds the walk.
+      const size = f.allowedSize.get(...values)!;
+      rows = ((size.messages ?? 0) <= NARROW_FILTER_ROWS ? f.narrowCandidates : f.candidates).all(match, ...values, SEARCH_CANDIDATES);
+      titles = (size.conversations <= NARROW_FILTER_ROWS ? f.narrowTitleCandidates : f.titleCandidates).all(match, ...values, SEARCH_CANDIDATES);
+    }
+    const candidates = rows
+      .map((r) => ({ conversation_id: r.conversation_id, idx: r.idx, score: score([r.user_text, r.assistant_text, r.tool_names]) }))
+      .sort((a, b) => b.score - a.score);
     // Title and summary matches add to their conversation's score.
-    const lifts = this.#conversationHits.all(match, o.agent, o.agent, o.sender, o.sender);
+    const lifts = titles.map((c) => ({ id: c.id, score: titleScore([c.title, c.summary]) }));
     const { before, after } = windowSides(o.contextBefore, o.contextAfter);
-    return rankConversations(candidates, lifts, o.limit).map(({ id, idx, score }) => {
-      const c = this.conversation.get(id)!;
+    return rankConversations(candidates, lifts, o.limit).flatMap(({ id, idx, score }) => {
+      const c = this.#conversation.get(id);
+      if (c === undefined) return []; // an index row whose conversation is gone finds nothing
       const window = this.#window.all(id, Math.max(0, idx - before), idx + after).map((m) => windowEntry(m, words));
-      return { agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window };
+      return [{ agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window }];
     });
   }
 }

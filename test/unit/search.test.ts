@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
 import { ConversationStore } from '../../src/worker/store.ts';
 import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
-import { ftsQuery, SessionSearch, snippetOf, type SearchOptions } from '../../src/worker/search.ts';
+import { ftsQuery, NARROW_FILTER_ROWS, SessionSearch, snippetOf, type SearchOptions } from '../../src/worker/search.ts';
 import type { Message } from '../../src/worker/models/types.ts';
 
 let db: Db;
@@ -133,5 +133,15 @@ describe('session search', () => {
     store.delete(id);
     expect(q('quince')).toEqual([]);
     expect(db.prepare('SELECT count(*) AS n FROM messages_fts').get()).toEqual({ n: 0 });
+  });
+
+  it('a filter allowing more than NARROW_FILTER_ROWS messages walks the matches instead of its messages, with the same result', () => {
+    const many = Array.from({ length: NARROW_FILTER_ROWS + 2 }, (_, i) => (i === 5 ? user('the walrus is here') : i % 2 ? assistant(`reply ${i}`) : user(`message ${i}`)));
+    conversation('wide', 'big', many);
+    conversation('narrow', 'small', [user('hello'), assistant('a walrus too')]);
+    expect(q('walrus', { agent: 'wide' }).map((h) => [h.sender, h.msg_idx])).toEqual([['big', 5]]);
+    expect(q('walrus', { agent: 'narrow' }).map((h) => [h.sender, h.msg_idx])).toEqual([['small', 1]]);
+    expect(q('walrus', { agent: 'wide', sender: 'small' })).toEqual([]);
+    expect(q('walrus').map((h) => h.sender)).toEqual(['big', 'small']);
   });
 });

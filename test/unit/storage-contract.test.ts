@@ -15,6 +15,7 @@ import { SqliteDaemonStorage } from '../../src/worker/daemon-store.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { StopReason, zeroUsage } from '../../src/shared/protocol.ts';
 import type { SearchOptions } from '../../src/shared/threads.ts';
+import { SEARCH_CANDIDATES } from '../../src/worker/search-rules.ts';
 import type { Message } from '../../src/worker/models/types.ts';
 import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome } from '../../src/worker/storage-contract.ts';
 import { createPgConversationStorage, createPgDaemonStorage } from '../../src/worker/pg-store.ts';
@@ -384,6 +385,39 @@ describe.each(backends)('storage contract: $name', (backend) => {
       expect(odd).toHaveLength(15);
       expect(odd.every((h) => h.agent === 'odd')).toBe(true);
       expect((await q('lychee', { sender: 's4' })).map((h) => h.sender)).toEqual(['s4']);
+    });
+
+    it('ranks only the newest SEARCH_CANDIDATES matches: an older match is found while fewer newer ones match', async () => {
+      await fresh();
+      // The strongest match, stored first: a short user message repeating the word. Its title, from its
+      // first message, does not match (a title match lifts a conversation whatever its messages' age).
+      await conversation('a', 'old', [user('hello'), assistant('ok'), user('zebra zebra zebra'), assistant('ok')]);
+      // Newer messages that do not match never push it out, however many.
+      await conversation('a', 'filler', Array.from({ length: 2 * SEARCH_CANDIDATES }, (_, i) => (i % 2 ? assistant(`nothing ${i}`) : user(`plain ${i}`))));
+      // SEARCH_CANDIDATES - 1 newer weak matches: the old one is still among the newest SEARCH_CANDIDATES.
+      const weak = (n: number): Message[] => Array.from({ length: n }, (_, i) => assistant(`a long sentence with many other words and one zebra somewhere ${i}`));
+      await conversation('a', 'new', weak(SEARCH_CANDIDATES - 1));
+      expect((await q('zebra')).map((h) => h.sender)).toEqual(['old', 'new']);
+      // One more newer match: the old message is past the bound and is not ranked at all.
+      await conversation('a', 'newer', weak(1));
+      expect((await q('zebra')).map((h) => h.sender).sort()).toEqual(['new', 'newer']);
+      // The bound counts only the matches a filter lets through: narrowed to its sender, the old one is found.
+      expect((await q('zebra', { sender: 'old' })).map((h) => [h.sender, h.msg_idx])).toEqual([['old', 2]]);
+    });
+
+    it('lifts by title or summary only among the newest SEARCH_CANDIDATES matching conversations', async () => {
+      await fresh();
+      // Matched by its summary alone (no message or title holds the word), created first.
+      const old = await conversation('a', 'old', [user('hello'), assistant('ok')]);
+      await shard.setSummary(old, 'quokka quokka', 2);
+      const newer = Array.from({ length: SEARCH_CANDIDATES - 1 }, (_, i) => ({ conv: ref('a', `n${i}`), messages: [user('hello'), assistant('ok')] }));
+      expect(await shard.writeTurns(newer)).toEqual(newer.map(() => null));
+      for (const t of newer) await shard.setSummary(t.conv.dbId!, 'a summary with one quokka among many other words', 2);
+      expect((await q('quokka', { limit: 20 })).map((h) => h.sender)).toContain('old');
+      const last = await conversation('a', 'last', [user('hello'), assistant('ok')]);
+      await shard.setSummary(last, 'a summary with one quokka among many other words', 2);
+      expect((await q('quokka', { limit: 20 })).map((h) => h.sender)).not.toContain('old');
+      expect((await q('quokka', { sender: 'old' })).map((h) => [h.sender, h.msg_idx])).toEqual([['old', 0]]);
     });
   });
 

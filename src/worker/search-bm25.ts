@@ -1,0 +1,137 @@
+/**
+ * BM25 over a bounded set of messages, computed here instead of by FTS5's
+ * bm25(). FTS5's bm25() counts every match of each query word (its inverse
+ * document frequency) on every search: about 25-50 ns per match, so a common
+ * word's search grew with the data however few rows it ranked. Here the
+ * count stops at IDF_COUNT_CAP: up to it, the count is exact and the score is
+ * FTS5's to rounding; past it, a word's frequency among the newest messages
+ * stands for its frequency overall (such a word's weight is near its floor
+ * either way). The formula is FTS5's (fts5_aux.c, fts5Bm25Function): k1 1.2,
+ * b 0.75, the document's length and the average over all its columns, each
+ * word's column frequencies weighted, a non-positive IDF raised to 1e-6.
+ */
+import type { Db } from '../shared/db.ts';
+
+/** Matches of one word counted exactly before its document frequency is estimated. */
+export const IDF_COUNT_CAP = 1_000;
+
+const K1 = 1.2;
+const B = 0.75;
+
+/** An FTS5 table this scores, and the weights of its indexed columns (in order; unindexed columns weigh nothing). */
+export interface FtsTable {
+  name: 'messages_fts' | 'conversations_fts';
+  weights: readonly number[];
+}
+
+/** messages_fts: user text 1.5, assistant text 1, tool names 1. */
+export const MESSAGES_FTS: FtsTable = { name: 'messages_fts', weights: [1.5, 1, 1] };
+/** conversations_fts: title and compaction summary, 1 each (bm25()'s default). */
+export const CONVERSATIONS_FTS: FtsTable = { name: 'conversations_fts', weights: [1, 1] };
+
+const LATIN_DIACRITICS = /[\u0300-\u036f]/g;
+const NON_ASCII = /[^\u0000-\u007f]/;
+/** unicode61's token characters: letters, numbers, private use; everything else separates. */
+const TOKEN = /[\p{L}\p{N}\p{Co}]+/gu;
+
+/** unicode61 with remove_diacritics: tokens lower-cased, Latin diacritics removed. */
+export function tokens(text: string): string[] {
+  const folded = NON_ASCII.test(text) ? text.normalize('NFD').replace(LATIN_DIACRITICS, '').normalize('NFC') : text;
+  return folded.toLowerCase().match(TOKEN) ?? [];
+}
+
+/** How often the token sequence `phrase` occurs in `toks`. */
+function occurrences(toks: readonly string[], phrase: readonly string[]): number {
+  if (phrase.length === 0) return 0;
+  let n = 0;
+  for (let i = 0; i + phrase.length <= toks.length; i++) {
+    let j = 0;
+    while (j < phrase.length && toks[i + j] === phrase[j]) j++;
+    if (j === phrase.length) n++;
+  }
+  return n;
+}
+
+/** Reads a SQLite varint (as FTS5 writes them) at `at`; returns the value and the next offset. */
+function varint(buf: Uint8Array, at: number): [number, number] {
+  let v = 0;
+  for (let i = 0; i < 8; i++) {
+    const byte = buf[at + i]!;
+    v = v * 128 + (byte & 0x7f);
+    if ((byte & 0x80) === 0) return [v, at + i + 1];
+  }
+  return [v * 256 + buf[at + 8]!, at + 9];
+}
+
+export class Bm25Stats {
+  readonly #averages;
+  readonly #lowest;
+  readonly #highest;
+  readonly #capped;
+  readonly #count;
+
+  readonly #weights: readonly number[];
+
+  constructor(db: Db, table: FtsTable) {
+    const t = table.name;
+    this.#weights = table.weights;
+    // FTS5's averages record (rowid 1 of its data table): the row count, then each column's total tokens.
+    this.#averages = db.prepare<[], { block: Buffer }>(`SELECT block FROM ${t}_data WHERE id = 1`);
+    // Two statements: SQLite reads min() or max() from the end of the B-tree only when a query asks for one alone.
+    this.#lowest = db.prepare<[], { id: number }>(`SELECT min(id) AS id FROM ${t}_docsize`);
+    this.#highest = db.prepare<[], { id: number }>(`SELECT max(id) AS id FROM ${t}_docsize`);
+    this.#capped = db.prepare<[string, number], { rowid: number }>(`SELECT rowid FROM ${t} WHERE ${t} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`);
+    this.#count = db.prepare<[string], { n: number }>(`SELECT count(*) AS n FROM ${t} WHERE ${t} MATCH ?`);
+  }
+
+  /**
+   * A scorer for `words` (each one FTS5 string: a phrase of its tokens) of
+   * a row given as its indexed columns' text, exactly as indexed.
+   * Costs at most IDF_COUNT_CAP steps per word, however many rows match.
+   */
+  scorer(words: readonly string[]): (columns: readonly string[]) => number {
+    const block = this.#averages.get()?.block;
+    let rows = 0;
+    let totalTokens = 0;
+    if (block !== undefined) {
+      let at = 0;
+      [rows, at] = varint(block, 0);
+      while (at < block.length) {
+        let n: number;
+        [n, at] = varint(block, at);
+        totalTokens += n;
+      }
+    }
+    const avgdl = rows > 0 ? totalTokens / rows : 1;
+    const phrases = words.map((w) => tokens(w));
+    const idf = words.map((w) => {
+      const hits = this.#documentFrequency(`"${w}"`, rows);
+      const v = Math.log((rows - hits + 0.5) / (hits + 0.5));
+      return v > 0 ? v : 1e-6;
+    });
+    const weights = this.#weights;
+    return (texts) => {
+      const columns = texts.map(tokens);
+      let length = 0;
+      for (const c of columns) length += c.length;
+      let score = 0;
+      phrases.forEach((phrase, i) => {
+        let freq = 0;
+        for (let c = 0; c < columns.length; c++) freq += weights[c]! * occurrences(columns[c]!, phrase);
+        score += idf[i]! * ((freq * (K1 + 1)) / (freq + K1 * (1 - B + (B * length) / avgdl)));
+      });
+      return score;
+    };
+  }
+
+  /** How many rows match `phrase`: exact up to IDF_COUNT_CAP, beyond it estimated from the newest matches' density. */
+  #documentFrequency(phrase: string, rows: number): number {
+    const last = this.#capped.get(phrase, IDF_COUNT_CAP - 1);
+    if (last === undefined) return this.#count.get(phrase)!.n;
+    const lo = this.#lowest.get()?.id ?? null;
+    const hi = this.#highest.get()?.id ?? null;
+    if (lo === null || hi === null) return IDF_COUNT_CAP;
+    // The newest IDF_COUNT_CAP matches lie in rowids [last, hi]: assume the word is as frequent over the whole span.
+    return Math.min(rows, Math.round((IDF_COUNT_CAP * (hi - lo + 1)) / (hi - last.rowid + 1)));
+  }
+}

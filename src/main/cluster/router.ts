@@ -152,14 +152,18 @@ export class ClusterNode {
   }
 
   /** For get_stats: this node, the live nodes it sees, what it serves, and its forwarding counts since start. */
-  stats(): Record<string, unknown> {
+  stats(): ClusterStats {
     const leases = this.#leases;
     return {
       name: this.settings.name,
       node: this.settings.node,
       partitions: this.settings.partitions,
+      lease_ms: this.settings.lease_ms,
       live_nodes: leases?.liveNodes() ?? [],
+      nodes: leases?.nodeStats() ?? [],
+      unowned_partitions: leases?.owners().filter((o) => o === null).length ?? this.settings.partitions,
       served_partitions: leases?.served().length ?? 0,
+      lease_left_ms: leases?.leaseLeftMs() ?? 0,
       ...this.counts,
     };
   }
@@ -199,6 +203,8 @@ export class ClusterNode {
     let sentFrames = false;
     let answered = false;
     const frames = new FrameAssembler();
+    // Who owned the partition when the call went out: if it never accepts and its lease runs out, the client is told that node failed.
+    const ownerAtSend = this.#leases!.owners()[partition] ?? null;
     call = this.#client!.call(partition, forwardedBody(req, body), {
       frame: (piece) => {
         sentFrames = true;

@@ -14,6 +14,8 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { AgentdClient } from '../../src/client/index.ts';
 import { assignPartitions } from '../../src/shared/partitions.ts';
+import type { ClusterStats } from '../../src/shared/wire/ops.ts';
+import { ctl } from '../helpers/cli.ts';
 import { testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 import { destroyBucket, NATS_URL, natsUnavailable, testBucket } from '../helpers/nats.ts';
@@ -30,12 +32,6 @@ const PAIRS = 12;
 const ROUNDS = 5;
 /** Five rounds of a kill and a start on a loaded 2-core machine (a start alone can take 20 s). */
 const TIMEOUT = 600_000;
-
-interface ClusterStats {
-  node: string;
-  live_nodes: string[];
-  served_partitions: number;
-}
 
 interface Entry {
   name: string;
@@ -161,6 +157,30 @@ describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
       await victim.daemon.stop('SIGKILL');
       await settled(slots.filter((s) => s.alive));
       takeovers.push(Math.round(performance.now() - killedAt));
+      if (round === 0) {
+        // get_stats and `agentctl cluster` on a node that stays: the dead node is known, not live, owns nothing, its lease older than lease_ms.
+        const survivor = slots[1]!;
+        const s = await clusterStats(survivor.client);
+        const share = assignPartitions(PARTITIONS, ['b', 'c']);
+        expect(s).toMatchObject({ node: 'b', partitions: PARTITIONS, lease_ms: LEASE_MS, live_nodes: ['b', 'c'], unowned_partitions: 0 });
+        expect(s.nodes.map((n) => [n.node, n.live, n.partitions])).toEqual([
+          ['a', false, 0],
+          ['b', true, share.filter((o) => o === 'b').length],
+          ['c', true, share.filter((o) => o === 'c').length],
+        ]);
+        expect(s.nodes[0]!.lease_age_ms).toBeGreaterThanOrEqual(LEASE_MS);
+        expect(s.nodes[1]!.lease_age_ms).toBeLessThan(LEASE_MS);
+        expect(s.lease_left_ms).toBeGreaterThan(0);
+        expect(s.forwarded).toBeGreaterThan(0);
+        expect(s.served_for_others).toBeGreaterThan(0);
+        const [text, asJson] = await Promise.all([ctl(survivor.daemon.socketPath, ['cluster']), ctl(survivor.daemon.socketPath, ['cluster', '--json'])]);
+        expect(text.code).toBe(0);
+        expect(text.stdout).toMatch(new RegExp(`^cluster ${cluster}: node b, 2 live of 3 known, ${PARTITIONS} partitions, lease ${LEASE_MS} ms\n`));
+        expect(text.stdout).toMatch(/\n {2}a\s+no\s+0\s+\d+ ms\n/);
+        expect(text.stdout).toMatch(new RegExp(`\\n {2}b \\(this\\)\\s+yes\\s+${share.filter((o) => o === 'b').length}\\s+\\d+ ms\\n`));
+        expect(text.stdout).toMatch(/\n {2}forwarded to other nodes\s+\d+\n/);
+        expect(JSON.parse(asJson.stdout)).toMatchObject({ node: 'b', live_nodes: ['b', 'c'] });
+      }
       slots[k] = await start(String.fromCharCode('d'.charCodeAt(0) + round));
       await settled(slots);
     }

@@ -143,6 +143,26 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     return live.sort();
   }
 
+  /**
+   * Every node with a heartbeat in the bucket, as this node sees it: whether
+   * it counts as live, the partitions the bucket gives it, and how long ago
+   * its last heartbeat arrived (its lease's age). Sorted by name.
+   */
+  nodeStats(): { node: string; live: boolean; partitions: number; lease_age_ms: number }[] {
+    const now = performance.now();
+    const live = new Set(this.liveNodes());
+    const owned = new Map<string, number>();
+    for (const owner of this.owners()) if (owner !== null) owned.set(owner, (owned.get(owner) ?? 0) + 1);
+    return [...this.#nodes.entries()]
+      .map(([node, seen]) => ({ node, live: live.has(node), partitions: owned.get(node) ?? 0, lease_age_ms: Math.max(0, Math.round(now - seen.at)) }))
+      .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+  }
+
+  /** Milliseconds this node may still serve without another acknowledged heartbeat (0 once its lease ran out). */
+  leaseLeftMs(): number {
+    return Math.max(0, Math.round(this.#validUntil - performance.now()));
+  }
+
   /** Joins: binds the bucket, sends the first heartbeat, reads the bucket, then takes part in ownership rounds. */
   start(): Promise<void> {
     this.#ready ??= this.#start();

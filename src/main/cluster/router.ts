@@ -20,6 +20,7 @@ import { Code } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import type { ClusterSettings } from '../../shared/config.ts';
 import type { Logger } from '../../shared/log.ts';
+import type { ClusterStats } from '../../shared/wire/ops.ts';
 import { partitionOf, SharedFences } from '../../shared/partitions.ts';
 import type { Dispatch, Requester } from '../dispatch.ts';
 import type { ShardPool } from '../shard-pool.ts';
@@ -232,7 +233,10 @@ export class ClusterNode {
       fail: (err: ForwardError) => {
         done();
         if (err.reason === 'unserved' && !sentFrames && performance.now() < deadline && !this.#stopping) return this.#hold(from, req, body, partition, deadline);
-        const message = err.reason === 'unserved' ? `no cluster node serves this conversation's partition ${partition} now (it is changing hands); try again` : err.message;
+        let message = err.reason === 'unserved' ? `no cluster node serves this conversation's partition ${partition} now (it is changing hands); try again` : err.message;
+        if (err.reason === 'lost' && call?.owner === null && ownerAtSend !== null && ownerAtSend !== this.settings.node && !this.#leases!.liveNodes().includes(ownerAtSend)) {
+          message = `cluster node ${ownerAtSend} failed (its lease ran out) before accepting this request; whether the turn was stored is unknown: read the conversation's history`;
+        }
         from.reply(req, { error: { code: Code.ShuttingDown, message } });
       },
     });

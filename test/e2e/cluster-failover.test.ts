@@ -2,7 +2,8 @@
  * The failover verifier (issue 16, milestone 3): three nodes on one NATS and
  * one PostgreSQL database, clients on each sending and streaming turns with
  * `turn_id`s to many pairs; one node is killed (SIGKILL) under load, the two
- * others take its partitions, a fresh node joins, five rounds over. From the
+ * others take its partitions, and the node starts again under its own name
+ * (even rounds) or a fresh node joins (odd rounds), five rounds over. From the
  * clients' acknowledgements and the store's history the verifier counts lost
  * acknowledged turns, duplicated turns and order violations within a pair:
  * all must be 0. A turn under way at the dead node ends, for a client on a
@@ -181,7 +182,8 @@ describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
         expect(text.stdout).toMatch(/\n {2}forwarded to other nodes\s+\d+\n/);
         expect(JSON.parse(asJson.stdout)).toMatchObject({ node: 'b', live_nodes: ['b', 'c'] });
       }
-      slots[k] = await start(String.fromCharCode('d'.charCodeAt(0) + round));
+      // Even rounds restart the dead node under its own name (its old heartbeat and partitions still in the bucket); odd ones start a fresh node.
+      slots[k] = await start(round % 2 === 0 ? victim.name : `n${round}`);
       await settled(slots);
     }
     const before = progress();
@@ -236,6 +238,6 @@ describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
     expect(verdict.acknowledged).toBeGreaterThan(PAIRS * 2 * (ROUNDS + 1) - 1);
     expect(Number(stored[0]!.n)).toBe(answered);
     // Turns were under way at the dead nodes: their clients on other nodes were told so, or lost their entry node.
-    expect(counts.owner_failed + counts.entry_lost).toBeGreaterThan(0);
+    expect(counts.owner_failed).toBeGreaterThan(0);
   }, TIMEOUT);
 });

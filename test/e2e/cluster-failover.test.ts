@@ -175,6 +175,7 @@ describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
         expect(s.forwarded).toBeGreaterThan(0);
         expect(s.served_for_others).toBeGreaterThan(0);
         const [text, asJson] = await Promise.all([ctl(survivor.daemon.socketPath, ['cluster']), ctl(survivor.daemon.socketPath, ['cluster', '--json'])]);
+        console.log(`agentctl cluster on b after a was killed:\n${text.stdout}`);
         expect(text.code).toBe(0);
         expect(text.stdout).toMatch(new RegExp(`^cluster ${cluster}: node b, 2 live of 3 known, ${PARTITIONS} partitions, lease ${LEASE_MS} ms\n`));
         expect(text.stdout).toMatch(/\n {2}a\s+no\s+0\s+\d+ ms\n/);

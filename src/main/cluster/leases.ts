@@ -292,8 +292,23 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
       this.#tick = null;
       this.#round = this.#roundOnce()
         .catch((err: unknown) => this.#o.log.warn({ err: (err as Error).message, node: this.node }, 'cluster ownership round failed'))
-        .then(() => this.#schedule(this.leaseMs / HEARTBEATS_PER_LEASE));
+        .then(() => this.#schedule(this.#nextRoundDelay()));
     }, delay);
+  }
+
+  /**
+   * A quarter lease, or less: until just after the first other node's lease
+   * runs out, so the round that takes a dead node's partitions runs as soon
+   * as it counts as gone rather than up to a quarter lease later.
+   */
+  #nextRoundDelay(): number {
+    const now = performance.now();
+    let delay = this.leaseMs / HEARTBEATS_PER_LEASE;
+    for (const [name, seen] of this.#nodes) {
+      const left = seen.at + this.leaseMs - now;
+      if (name !== this.node && left >= 0) delay = Math.min(delay, left + 1);
+    }
+    return delay;
   }
 
   /** One round: give up what no longer targets this node and take what does. */

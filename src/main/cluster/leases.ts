@@ -34,7 +34,7 @@ export const DEFAULT_BUCKET = 'agentd_cluster';
 /** The share of `leaseMs`, from the send of its last acknowledged heartbeat, a node serves for. */
 const LEASE_SAFETY = 0.6;
 
-/** Heartbeats per lease; ownership rounds run as often, on a timer of their own. */
+/** Heartbeats per lease; ownership rounds run as often (sooner when another node's lease is about to run out), on a timer of their own. */
 const HEARTBEATS_PER_LEASE = 4;
 
 

@@ -31,6 +31,7 @@ import * as costs from './suites/costs.ts';
 import * as turncost from './suites/turn-costs.ts';
 import * as agents from './suites/agents.ts';
 import * as mcp from './suites/mcp.ts';
+import * as cluster from './suites/cluster.ts';
 
 const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   micro: micro.run,
@@ -44,6 +45,7 @@ const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   fanout: fanout.run,
   storage: storage.run,
   memory: memory.run,
+  cluster: cluster.run,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, suite: { type: 'string' }, workers: { type: 'string' }, baseline: { type: 'string' } } });

@@ -86,8 +86,7 @@ export async function main(argv: string[], out = new Output()): Promise<number> 
     throw err;
   }
   try {
-    await inv.command.run({ client, args: inv.args, flags: inv.flags, json: inv.flags.json === true, out });
-    return Exit.Ok;
+    return (await inv.command.run({ client, args: inv.args, flags: inv.flags, json: inv.flags.json === true, out })) ?? Exit.Ok;
   } catch (err) {
     if (err instanceof AgentdError) return fail(`error ${err.code}: ${err.message}`, Exit.DaemonError);
     if (err instanceof UsageError) return fail(err.message, Exit.Usage);

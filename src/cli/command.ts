@@ -81,7 +81,8 @@ export interface Command {
   options?: OptionName[];
   /** Fewest and most positional arguments (most: Infinity when the rest is joined as text). */
   arity: [number, number];
-  run(ctx: Context): Promise<void>;
+  /** Resolves with the exit code when it is not 0 (a command that printed its own message for it). */
+  run(ctx: Context): Promise<void | number>;
 }
 
 /** Joins the positional arguments from `from` as one text (so quoting is optional). */

@@ -235,6 +235,13 @@ describe.concurrent('the daemon, usage and exit codes', () => {
     expect(json(statsJson.stdout)).toMatchObject({ workers: 2, active_model: 'echo' });
   });
 
+  it('cluster on a daemon not in cluster mode says so and exits 1', async () => {
+    const r = await run('cluster');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/not in cluster mode \(it was started without --cluster\)/);
+  });
+
   it('usage errors exit 2, an unreachable daemon 3, --help 0 with a description and an example', async () => {
     const [few, unknown, flag, none, noDaemon, help, top] = await Promise.all([
       run('send', 'assistant'),

@@ -1,5 +1,5 @@
-/** The daemon: ping, stats (PROTOCOL §4.9). */
-import { type Command, type Context } from '../command.ts';
+/** The daemon: ping, stats, cluster (PROTOCOL §4.9). */
+import { type Command, type Context, Exit } from '../command.ts';
 import { duration } from '../output.ts';
 
 const ping: Command = {
@@ -38,4 +38,32 @@ const stats: Command = {
   },
 };
 
-export const daemonCommands: Command[] = [ping, stats];
+const cluster: Command = {
+  name: 'cluster',
+  usage: '',
+  summary: 'the cluster as this node sees it: nodes, partitions per node, lease ages, forwarded requests',
+  example: 'agentctl cluster',
+  arity: [0, 0],
+  async run({ client, json, out }: Context) {
+    const c = (await client.stats()).cluster;
+    if (c === undefined) {
+      out.note('this daemon is not in cluster mode (it was started without --cluster): there is no cluster to show');
+      return Exit.DaemonError;
+    }
+    if (json) return out.json(c);
+    out.line(out.out.bold(`cluster ${c.name}: node ${c.node}, ${c.live_nodes.length} live of ${c.nodes.length} known, ${c.partitions} partitions, lease ${c.lease_ms} ms`));
+    out.table([
+      ['  NODE', 'LIVE', 'PARTITIONS', 'LEASE AGE'],
+      ...c.nodes.map((n) => [`  ${n.node}${n.node === c.node ? ' (this)' : ''}`, n.live ? 'yes' : 'no', String(n.partitions), `${n.lease_age_ms} ms`]),
+    ]);
+    out.table([
+      ['  unowned partitions', String(c.unowned_partitions)],
+      ['  served here', `${c.served_partitions} (lease valid for ${c.lease_left_ms} ms more)`],
+      ['  forwarded to other nodes', String(c.forwarded)],
+      ['  run for other nodes', String(c.served_for_others)],
+      ['  held while changing hands', String(c.held)],
+    ]);
+  },
+};
+
+export const daemonCommands: Command[] = [ping, stats, cluster];

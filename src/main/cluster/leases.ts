@@ -34,7 +34,7 @@ export const DEFAULT_BUCKET = 'agentd_cluster';
 /** The share of `leaseMs`, from the send of its last acknowledged heartbeat, a node serves for. */
 const LEASE_SAFETY = 0.6;
 
-/** Heartbeats per lease; ownership rounds run as often, on a timer of their own. */
+/** Heartbeats per lease; ownership rounds run as often (sooner when another node's lease is about to run out), on a timer of their own. */
 const HEARTBEATS_PER_LEASE = 4;
 
 
@@ -141,6 +141,26 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
       if (name === this.node ? now < this.#validUntil : now - seen.at < this.leaseMs) live.push(name);
     }
     return live.sort();
+  }
+
+  /**
+   * Every node with a heartbeat in the bucket, as this node sees it: whether
+   * it counts as live, the partitions the bucket gives it, and how long ago
+   * its last heartbeat arrived (its lease's age). Sorted by name.
+   */
+  nodeStats(): { node: string; live: boolean; partitions: number; lease_age_ms: number }[] {
+    const now = performance.now();
+    const live = new Set(this.liveNodes());
+    const owned = new Map<string, number>();
+    for (const owner of this.owners()) if (owner !== null) owned.set(owner, (owned.get(owner) ?? 0) + 1);
+    return [...this.#nodes.entries()]
+      .map(([node, seen]) => ({ node, live: live.has(node), partitions: owned.get(node) ?? 0, lease_age_ms: Math.max(0, Math.round(now - seen.at)) }))
+      .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+  }
+
+  /** Milliseconds this node may still serve without another acknowledged heartbeat (0 once its lease ran out). */
+  leaseLeftMs(): number {
+    return Math.max(0, Math.round(this.#validUntil - performance.now()));
   }
 
   /** Joins: binds the bucket, sends the first heartbeat, reads the bucket, then takes part in ownership rounds. */
@@ -272,8 +292,23 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
       this.#tick = null;
       this.#round = this.#roundOnce()
         .catch((err: unknown) => this.#o.log.warn({ err: (err as Error).message, node: this.node }, 'cluster ownership round failed'))
-        .then(() => this.#schedule(this.leaseMs / HEARTBEATS_PER_LEASE));
+        .then(() => this.#schedule(this.#nextRoundDelay()));
     }, delay);
+  }
+
+  /**
+   * A quarter lease, or less: until just after the first other node's lease
+   * runs out, so the round that takes a dead node's partitions runs as soon
+   * as it counts as gone rather than up to a quarter lease later.
+   */
+  #nextRoundDelay(): number {
+    const now = performance.now();
+    let delay = this.leaseMs / HEARTBEATS_PER_LEASE;
+    for (const [name, seen] of this.#nodes) {
+      const left = seen.at + this.leaseMs - now;
+      if (name !== this.node && left >= 0) delay = Math.min(delay, left + 1);
+    }
+    return delay;
   }
 
   /** One round: give up what no longer targets this node and take what does. */

@@ -20,6 +20,7 @@ import { Code } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import type { ClusterSettings } from '../../shared/config.ts';
 import type { Logger } from '../../shared/log.ts';
+import type { ClusterStats } from '../../shared/wire/ops.ts';
 import { partitionOf, SharedFences } from '../../shared/partitions.ts';
 import type { Dispatch, Requester } from '../dispatch.ts';
 import type { ShardPool } from '../shard-pool.ts';
@@ -152,14 +153,18 @@ export class ClusterNode {
   }
 
   /** For get_stats: this node, the live nodes it sees, what it serves, and its forwarding counts since start. */
-  stats(): Record<string, unknown> {
+  stats(): ClusterStats {
     const leases = this.#leases;
     return {
       name: this.settings.name,
       node: this.settings.node,
       partitions: this.settings.partitions,
+      lease_ms: this.settings.lease_ms,
       live_nodes: leases?.liveNodes() ?? [],
+      nodes: leases?.nodeStats() ?? [],
+      unowned_partitions: leases?.owners().filter((o) => o === null).length ?? this.settings.partitions,
       served_partitions: leases?.served().length ?? 0,
+      lease_left_ms: leases?.leaseLeftMs() ?? 0,
       ...this.counts,
     };
   }
@@ -199,6 +204,8 @@ export class ClusterNode {
     let sentFrames = false;
     let answered = false;
     const frames = new FrameAssembler();
+    // Who owned the partition when the call went out: if it never accepts and its lease runs out, the client is told that node failed.
+    const ownerAtSend = this.#leases!.owners()[partition] ?? null;
     call = this.#client!.call(partition, forwardedBody(req, body), {
       frame: (piece) => {
         sentFrames = true;
@@ -226,7 +233,10 @@ export class ClusterNode {
       fail: (err: ForwardError) => {
         done();
         if (err.reason === 'unserved' && !sentFrames && performance.now() < deadline && !this.#stopping) return this.#hold(from, req, body, partition, deadline);
-        const message = err.reason === 'unserved' ? `no cluster node serves this conversation's partition ${partition} now (it is changing hands); try again` : err.message;
+        let message = err.reason === 'unserved' ? `no cluster node serves this conversation's partition ${partition} now (it is changing hands); try again` : err.message;
+        if (err.reason === 'lost' && call?.owner === null && ownerAtSend !== null && ownerAtSend !== this.settings.node && !this.#leases!.liveNodes().includes(ownerAtSend)) {
+          message = `cluster node ${ownerAtSend} failed (its lease ran out) before accepting this request; whether the turn was stored is unknown: read the conversation's history`;
+        }
         from.reply(req, { error: { code: Code.ShuttingDown, message } });
       },
     });

@@ -7,6 +7,7 @@
 import { AgentdError, Code } from '../../shared/errors.ts';
 import { isPlainMap, nonEmptyStr, optBool, optEnum, optStr, optUint, refuse, str, type Args } from '../../shared/args.ts';
 import type { ToolChoice } from '../../shared/protocol.ts';
+import type { ClusterStats } from '../../shared/wire/ops.ts';
 import type { AgentRegistry } from '../agent-registry.ts';
 import type { ShardPool } from '../shard-pool.ts';
 import type { StoragePool } from '../storage-pool.ts';
@@ -45,7 +46,7 @@ export interface DispatchContext {
   /** True once shutdown began: new work gets 503. */
   closing(): boolean;
   /** Cluster mode: this node's view of the cluster for get_stats; null on a single node. */
-  clusterStats(): Record<string, unknown> | null;
+  clusterStats(): ClusterStats | null;
 }
 
 /** Returned by handlers whose reply comes later as frames (from a shard, or an observer stream). */

@@ -272,6 +272,41 @@ export interface Stats {
   queued_turns_dropped: number;
   /** The configured limits in force, each answered with 429 when reached. */
   limits: Record<string, number>;
+  /** Cluster mode only (absent on a single node). */
+  cluster?: ClusterStats;
+}
+
+/** One node as the answering node sees it in the cluster's bucket. */
+export interface ClusterNodeStats {
+  node: string;
+  /** Counted live now (its last heartbeat is younger than `lease_ms`; for the answering node, its own lease is valid). */
+  live: boolean;
+  /** Partitions the bucket records it as owning. */
+  partitions: number;
+  /** Milliseconds since the answering node saw its last heartbeat (its lease's age). */
+  lease_age_ms: number;
+}
+
+/** `get_stats`' `cluster` section. */
+export interface ClusterStats {
+  name: string;
+  node: string;
+  partitions: number;
+  lease_ms: number;
+  live_nodes: string[];
+  /** Every node with a heartbeat in the bucket, sorted by name. */
+  nodes: ClusterNodeStats[];
+  /** Partitions no node owns in the bucket now. */
+  unowned_partitions: number;
+  served_partitions: number;
+  /** Milliseconds this node may still serve without another acknowledged heartbeat (0: it serves nothing). */
+  lease_left_ms: number;
+  /** Requests forwarded to other nodes (each try), since start. */
+  forwarded: number;
+  /** Requests run here for other nodes, since start. */
+  served_for_others: number;
+  /** Requests held while their partition changed hands, since start. */
+  held: number;
 }
 
 // ---- §4.10 MCP servers -----------------------------------------------------------

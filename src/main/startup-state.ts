@@ -23,6 +23,12 @@ export async function readStartupState(storage: StoragePool | null, config: Reso
   return { agents: loadAgents(stored, config, log), subscriptions: stored.subscriptions };
 }
 
+/** Cluster mode: the agents and subscriptions as the shared store holds them now (another node changed them). */
+export async function reloadStoredState(storage: StoragePool, config: ResolvedConfig, log: Logger): Promise<StartupState> {
+  const stored = await storage.run<StoredStartupState>({ op: 'prepare', seedAgents: {} });
+  return { agents: loadAgents({ ...stored, seededNow: true }, config, log), subscriptions: stored.subscriptions };
+}
+
 /**
  * The stored agents. One that no longer validates (its provider left the
  * file, say) is not loaded, and says so in the log; the daemon still starts.

@@ -1,0 +1,211 @@
+/**
+ * Cluster mode: what every node must share besides conversations (issue 16,
+ * milestone 3b). The store holds the agents and the bus's subscriptions;
+ * NATS tells the nodes when they changed, and each reloads them from the
+ * store:
+ *
+ * - `<cluster>.agents`: `{ from, agent }` after an agent was created,
+ *   updated or deleted on node `from`; every other node reloads that agent.
+ * - `<cluster>.agents.purge.<node>`: before an agent's rows are deleted, the
+ *   deleting node asks each live node to purge it (refuse its turns, cancel
+ *   the running ones, forget its conversations), so no node writes for it
+ *   once its conversations are deleted.
+ * - `<cluster>.subs`: `{ from }` after the subscriptions changed; every
+ *   other node reloads the table.
+ * - `<cluster>.fire`: a fired subscription whose pair another node owns;
+ *   the owner (the node holding the pair's partition) starts the turn and
+ *   answers; the others ignore it. Tried again until the hold deadline while
+ *   the partition changes hands.
+ *
+ * A node that reconnects to NATS (it may have missed messages) reloads all
+ * agents and subscriptions.
+ */
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { AgentConfig } from '../../shared/config.ts';
+import type { Logger } from '../../shared/log.ts';
+import { partitionOf } from '../../shared/partitions.ts';
+import type { AgentRegistry } from '../agent-registry.ts';
+import type { EventBus, SubscriptionInfo } from '../event-bus.ts';
+import type { ShardPool } from '../shard-pool.ts';
+import { busTurn } from '../turn-request.ts';
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** How long one try of a remote fire waits for the owner's answer. */
+const FIRE_TRY_MS = 500;
+
+export interface SyncParts {
+  nc: NatsConnection;
+  name: string;
+  node: string;
+  partitions: number;
+  agents: AgentRegistry;
+  pool: ShardPool;
+  bus: EventBus;
+  /** The agents and subscriptions as the store holds them now. */
+  reload(): Promise<{ agents: Record<string, AgentConfig>; subscriptions: SubscriptionInfo[] }>;
+  /** Whether this node holds the partition's lease now. */
+  holds(partition: number): boolean;
+  /** The live nodes (their leases). */
+  liveNodes(): string[];
+  /** After any change of the agents (the MCP thread follows them). */
+  onAgentsChanged(): void;
+  /** How long a fire waits for its partition's owner. */
+  holdMs: number;
+  log: Logger;
+}
+
+export class ClusterSync {
+  readonly #p: SyncParts;
+  readonly #subs: Subscription[] = [];
+  #closed = false;
+  /** Reloads run one at a time, the last asked for last. */
+  #reloading: Promise<void> = Promise.resolve();
+
+  constructor(parts: SyncParts) {
+    this.#p = parts;
+    const { nc, name, node } = parts;
+    this.#subs.push(nc.subscribe(`${name}.agents`, { callback: (err, msg) => { if (err === null) this.#onAgent(msg.data); } }));
+    this.#subs.push(nc.subscribe(`${name}.subs`, { callback: (err, msg) => { if (err === null) this.#onSubs(msg.data); } }));
+    this.#subs.push(nc.subscribe(`${name}.agents.purge.${node}`, {
+      callback: (err, msg) => {
+        if (err !== null) return;
+        const { agent } = JSON.parse(dec.decode(msg.data)) as { agent: string };
+        this.purgeHere(agent).then(
+          () => msg.respond(enc.encode('ok')),
+          (e: unknown) => msg.respond(enc.encode(`error: ${(e as Error).message}`)),
+        );
+      },
+    }));
+    this.#subs.push(nc.subscribe(`${name}.fire`, { callback: (err, msg) => { if (err === null) this.#onFire(msg.data, (b) => msg.respond(b)); } }));
+    void this.#watchReconnects();
+  }
+
+  async #watchReconnects(): Promise<void> {
+    for await (const s of this.#p.nc.status()) {
+      if (this.#closed) return;
+      if (s.type === 'reconnect') {
+        this.#p.log.info('cluster: reconnected to NATS; reloading agents and subscriptions');
+        this.#queueReload(null, true);
+      }
+    }
+  }
+
+  /** An agent changed here: the other nodes reload it. */
+  agentChanged(agent: string): void {
+    this.#p.nc.publish(`${this.#p.name}.agents`, enc.encode(JSON.stringify({ from: this.#p.node, agent })));
+  }
+
+  /** The subscriptions changed here: the other nodes reload them. */
+  subscriptionsChanged(): void {
+    this.#p.nc.publish(`${this.#p.name}.subs`, enc.encode(JSON.stringify({ from: this.#p.node })));
+  }
+
+  /** Before an agent's rows go: every other live node purges it (failures are logged; a node that does not answer has lost its leases by then, or soon). */
+  async purgeElsewhere(agent: string): Promise<void> {
+    const others = this.#p.liveNodes().filter((n) => n !== this.#p.node);
+    await Promise.all(others.map(async (n) => {
+      try {
+        const r = await this.#p.nc.request(`${this.#p.name}.agents.purge.${n}`, enc.encode(JSON.stringify({ agent })), { timeout: this.#p.holdMs });
+        const text = dec.decode(r.data);
+        if (text !== 'ok') this.#p.log.warn({ agent, node: n, answer: text }, 'cluster: a node failed to purge a deleted agent');
+      } catch (err) {
+        this.#p.log.warn({ agent, node: n, err: (err as Error).message }, 'cluster: a node did not answer the purge of a deleted agent');
+      }
+    }));
+  }
+
+  /** Forgets an agent here: refuses its turns, cancels and forgets its conversations, drops its subscriptions. */
+  async purgeHere(agent: string): Promise<void> {
+    const { agents, pool, bus } = this.#p;
+    if (agents.has(agent)) {
+      agents.remove(agent);
+      pool.broadcast({ type: 'agent', name: agent, config: null });
+      this.#p.onAgentsChanged();
+    }
+    await pool.purgeAgent(agent);
+    await bus.removeAgent(agent, { stored: false });
+  }
+
+  #onAgent(data: Uint8Array): void {
+    const m = JSON.parse(dec.decode(data)) as { from: string; agent: string };
+    if (m.from === this.#p.node) return;
+    this.#queueReload(m.agent, false);
+  }
+
+  #onSubs(data: Uint8Array): void {
+    const m = JSON.parse(dec.decode(data)) as { from: string };
+    if (m.from === this.#p.node) return;
+    this.#queueReload(null, false);
+  }
+
+  /** Reloads one agent (`agent`), or the subscriptions, or (`all`) every agent and the subscriptions. */
+  #queueReload(agent: string | null, all: boolean): void {
+    this.#reloading = this.#reloading.then(() => this.#reload(agent, all)).catch((err: unknown) => {
+      this.#p.log.error({ err: (err as Error).message }, 'cluster: reloading agents or subscriptions from the store failed');
+    });
+  }
+
+  async #reload(agent: string | null, all: boolean): Promise<void> {
+    if (this.#closed) return;
+    const state = await this.#p.reload();
+    const { agents, pool, bus } = this.#p;
+    const names = all ? new Set([...Object.keys(state.agents), ...agents.list().map((a) => a.name)]) : agent === null ? new Set<string>() : new Set([agent]);
+    for (const n of names) {
+      const config = state.agents[n];
+      if (config === undefined) {
+        if (agents.has(n)) await this.purgeHere(n);
+        continue;
+      }
+      if (JSON.stringify(agents.get(n)) === JSON.stringify(config)) continue;
+      agents.set(n, config);
+      pool.broadcast({ type: 'agent', name: n, config });
+      this.#p.onAgentsChanged();
+    }
+    if (agent === null) bus.replace(state.subscriptions);
+  }
+
+  /**
+   * Starts a fired subscription's turn at its pair's owner: here (`here`),
+   * or sent to it over NATS (`sent`); false if it could not start here.
+   */
+  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number): 'here' | 'sent' | false {
+    const partition = partitionOf(sub.target_agent, `event:${sub.source}`, this.#p.partitions);
+    if (this.#p.holds(partition)) return this.#p.pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain)) ? 'here' : false;
+    const body = enc.encode(JSON.stringify({ partition, agent: sub.target_agent, source: sub.source, payload, depth }));
+    void this.#fireRemote(body, performance.now() + this.#p.holdMs, sub);
+    return 'sent';
+  }
+
+  async #fireRemote(body: Uint8Array, deadline: number, sub: SubscriptionInfo): Promise<void> {
+    while (!this.#closed) {
+      try {
+        const r = await this.#p.nc.request(`${this.#p.name}.fire`, body, { timeout: FIRE_TRY_MS });
+        const answer = dec.decode(r.data);
+        if (answer !== 'ok') this.#p.log.warn({ subscription: sub.id, agent: sub.target_agent, answer }, 'cluster: a fired subscription’s turn did not start at its owner');
+        return;
+      } catch (err) {
+        if (performance.now() >= deadline) {
+          this.#p.log.error({ subscription: sub.id, agent: sub.target_agent, err: (err as Error).message }, 'cluster: no node took a fired subscription’s turn (its partition had no owner)');
+          return;
+        }
+      }
+    }
+  }
+
+  #onFire(data: Uint8Array, respond: (b: Uint8Array) => void): void {
+    const m = JSON.parse(dec.decode(data)) as { partition: number; agent: string; source: string; payload: string; depth: number };
+    // Only the partition's owner answers; the others stay silent.
+    if (!this.#p.holds(m.partition)) return;
+    if (!this.#p.agents.has(m.agent)) return respond(enc.encode(`agent "${m.agent}" no longer exists`));
+    // The chain's budget stays with the node that published (PROTOCOL §4: per node in cluster mode); the depth travels.
+    const ok = this.#p.pool.sendFor(busTurn(m.agent, m.source, m.payload, m.depth, 0));
+    respond(enc.encode(ok ? 'ok' : 'queue full'));
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const s of this.#subs) s.unsubscribe();
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * Cluster mode, milestone 3b (issue 16): agents and the event bus across
+ * nodes. Two daemons on one NATS (the development server) and one
+ * PostgreSQL database: an agent created, updated or deleted on one node is
+ * seen by the other; a subscription made on one node fires for a publish on
+ * the other, its turn running at the pair's owner and stored; a `once`
+ * subscription fires exactly once under concurrent publishes on both nodes.
+ * Skipped, saying why, without NATS or PostgreSQL.
+ */
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { AgentdClient } from '../../src/client/index.ts';
+import { assignPartitions, partitionOf } from '../../src/shared/partitions.ts';
+import { testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
+import { destroyBucket, NATS_URL, natsUnavailable, testBucket } from '../helpers/nats.ts';
+
+const skip = (await natsUnavailable()) ?? (await pgUnavailable());
+if (skip !== null) console.warn(skip);
+
+const PARTITIONS = 16;
+const LEASE_MS = 2_000;
+const AGENTS = { assistant: { model: 'echo' } };
+const SLOW = 180_000;
+
+async function database(): Promise<TestDatabase> {
+  const db = await createTestDatabase();
+  onTestFinished(() => db.drop());
+  return db;
+}
+
+function clusterName(): string {
+  const name = testBucket();
+  onTestFinished(() => destroyBucket(name));
+  return name;
+}
+
+function node(db: TestDatabase, name: string, nodeName: string): Promise<Daemon> {
+  return testDaemon({
+    config: { agents: AGENTS, cluster: { name, partitions: PARTITIONS, lease_ms: LEASE_MS } },
+    args: ['--store', db.url, '--cluster', NATS_URL, '--node', nodeName],
+  });
+}
+
+async function settled(clients: AgentdClient[], names: string[]): Promise<void> {
+  const share = assignPartitions(PARTITIONS, names);
+  await waitFor(async () => {
+    for (const c of clients) {
+      const s = ((await c.request('get_stats', {})).stats as { cluster: { node: string; live_nodes: string[]; served_partitions: number } }).cluster;
+      if (s.live_nodes.join() !== [...names].sort().join()) return false;
+      if (s.served_partitions !== share.filter((n) => n === s.node).length) return false;
+    }
+    return true;
+  }, `partitions spread over ${names.join(', ')}`, 60_000);
+}
+
+/** An event source whose fired pair (`agent`, `event:<source>`) the spread gives to `owner`. */
+function sourceOwnedBy(owner: string, names: string[], agent: string, tag: string): string {
+  const owners = assignPartitions(PARTITIONS, names);
+  for (let i = 0; ; i++) {
+    const source = `${tag}-${i}`;
+    if (owners[partitionOf(agent, `event:${source}`, PARTITIONS)] === owner) return source;
+  }
+}
+
+async function twoNodes(): Promise<[AgentdClient, AgentdClient]> {
+  const db = await database();
+  const name = clusterName();
+  const a = await node(db, name, 'a');
+  const b = await node(db, name, 'b');
+  const ca = await testClient(a);
+  const cb = await testClient(b);
+  await settled([ca, cb], ['a', 'b']);
+  return [ca, cb];
+}
+
+const names = async (c: AgentdClient): Promise<string[]> => (await c.listAgents()).map((a) => a.name);
+
+describe.skipIf(skip !== null)('cluster mode: agents and the event bus across nodes', () => {
+  it('an agent created, updated or deleted on one node is seen by the other', async () => {
+    const [ca, cb] = await twoNodes();
+    await ca.createAgent('helper', { model: 'echo', description: 'first' });
+    await waitFor(async () => (await names(cb)).includes('helper'), 'node b to see the new agent');
+    // b serves it at once, whichever node owns the pair.
+    expect((await cb.send('helper', 'hello there', { sender: 's1' })).content).toBe('hello there');
+    await cb.updateAgent('helper', { description: 'second' });
+    await waitFor(async () => (await ca.listAgents()).find((x) => x.name === 'helper')?.description === 'second', 'node a to see the update');
+    await cb.subscribe('helper.topic', 'helper');
+    await ca.deleteAgent('helper');
+    await waitFor(async () => !(await names(cb)).includes('helper'), 'node b to see the delete');
+    await expect(cb.send('helper', 'hi', { sender: 's1' })).rejects.toMatchObject({ code: 404 });
+    const convs = (await cb.request('list_conversations', { agent: 'helper' })).conversation_list as { conversations: unknown[] };
+    expect(convs.conversations).toEqual([]);
+    expect((await cb.subscriptions()).filter((s) => s.target_agent === 'helper')).toEqual([]);
+  }, SLOW);
+
+  it('a subscription made on one node fires for a publish on the other, its turn run at the owner and stored', async () => {
+    const [ca, cb] = await twoNodes();
+    // Both ways: the fired pair owned by the publishing node, and by the other one.
+    for (const [owner, publisher, subscriber] of [['a', cb, ca], ['b', cb, ca]] as const) {
+      const source = sourceOwnedBy(owner, ['a', 'b'], 'assistant', `deploy-${owner}`);
+      await subscriber.subscribe(source, 'assistant');
+      await waitFor(async () => (await publisher.subscriptions()).some((s) => s.source === source), 'the publishing node to see the subscription');
+      expect(await publisher.publish(source, `shipped ${owner}`)).toBe(1);
+      await waitFor(async () => {
+        try {
+          const h = (await ca.request('get_conversation_history', { agent: 'assistant', sender: `event:${source}` })).conversation_history as { messages: { content: string }[] };
+          return h.messages.length === 2;
+        } catch {
+          return false;
+        }
+      }, 'the fired turn to be stored');
+      const h = (await cb.request('get_conversation_history', { agent: 'assistant', sender: `event:${source}` })).conversation_history as { messages: { content: string }[] };
+      expect(h.messages.map((m) => m.content)).toEqual([`shipped ${owner}`, `shipped ${owner}`]);
+    }
+  }, SLOW);
+
+  it('a once subscription fires exactly once under concurrent publishes on both nodes', async () => {
+    const [ca, cb] = await twoNodes();
+    for (let round = 0; round < 3; round++) {
+      const source = `race-${round}`;
+      await ca.subscribe(source, 'assistant', true);
+      await waitFor(async () => (await cb.subscriptions()).some((s) => s.source === source), 'node b to see the subscription');
+      const fired = await Promise.all([ca.publish(source, 'one'), cb.publish(source, 'two'), ca.publish(source, 'three'), cb.publish(source, 'four')]);
+      expect(fired.reduce((x, y) => x + y, 0)).toBe(1);
+      await waitFor(async () => (await ca.subscriptions()).length === 0 && (await cb.subscriptions()).length === 0, 'both nodes to drop the used subscription');
+    }
+  }, SLOW);
+});

@@ -214,10 +214,16 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connections = new Map<number, Connection>();
 
   const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, log });
-  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns });
-  const observers = new ObserverHub((watching) => pool.broadcast({ type: 'observe', watching }), config.maxObservers);
-  // Cluster mode: set once the bus exists (it tells the other nodes of changes, and fires at each pair's owner).
+  // Cluster mode: set once the node serves (it tells the other nodes of changes, fires at each pair's owner, shares agent events).
   let sync: ClusterSync | null = null;
+  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns });
+  // Cluster mode: the node's sync decides (other nodes' observers count too), once it exists.
+  const observers = new ObserverHub((watching) => (sync === null ? pool.broadcast({ type: 'observe', watching }) : sync.setWatchingHere(watching)), config.maxObservers);
+  /** Agent events: to this node's observers and, in cluster mode, to the other nodes' (`chain_cut` as well as the shards'). */
+  const agentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]): void => {
+    observers.broadcast(agentNames, bodies);
+    sync?.agentEvents(agentNames, bodies);
+  };
   const fire = (sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean => {
     if (!agents.has(sub.target_agent)) {
       log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
@@ -229,7 +235,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     if (where === 'sent' && chain !== 0) queueMicrotask(() => bus.chainTurnEnded(chain));
     return where !== false;
   };
-  const chainCut = (sub: SubscriptionInfo, max: number): void => observers.broadcast([sub.target_agent], [chainCutEvent(sub, max)]);
+  const chainCut = (sub: SubscriptionInfo, max: number): void => agentEvents([sub.target_agent], [chainCutEvent(sub, max)]);
   const busCluster = cluster === null ? undefined : { changed: () => sync?.subscriptionsChanged() };
   const bus = new EventBus({ storage, log, fire, maxChainTurns: config.maxChainTurns, chainCut, maxSubscriptions: config.maxSubscriptions, cluster: busCluster }, startup.subscriptions);
   const agentsCluster = cluster === null ? undefined : { agentChanged: (n: string) => sync?.agentChanged(n), purgeElsewhere: (n: string) => sync?.purgeElsewhere(n) ?? Promise.resolve() };
@@ -265,7 +271,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
       fences: cluster === null ? null : { partitions: cluster.fences.partitions, buffer: cluster.fences.buffer },
     }),
     deliver: (conn, frames) => (connections.get(conn) ?? cluster?.forwarded(conn))?.write(frames),
-    agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
+    agentEvents,
     finished: ({ agent, text, depth, chain }) => {
       bus.publish(`agent:${agent}:done`, text, depth, chain).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));
     },
@@ -278,7 +284,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     sync = new ClusterSync({
       nc: cluster.nc, name: config.cluster!.name, node: config.cluster!.node, partitions: config.cluster!.partitions,
       agents, pool, bus, reload: () => reloadStoredState(storage!, config, log), holds: (p) => cluster.holds(p), liveNodes: () => cluster.liveNodes(),
-      onAgentsChanged: () => mcp.sync(), holdMs: cluster.holdMs, log,
+      onAgentsChanged: () => mcp.sync(), holdMs: cluster.holdMs, leaseMs: config.cluster!.lease_ms, observers, log,
     });
     cluster.onStop(() => sync?.close());
     log.info({ node: config.cluster!.node, cluster: config.cluster!.name }, 'cluster node serving');

@@ -8,7 +8,7 @@
  * Skipped, saying why, without NATS or PostgreSQL.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { AgentdClient } from '../../src/client/index.ts';
+import type { AgentEvent, AgentdClient } from '../../src/client/index.ts';
 import { assignPartitions, partitionOf } from '../../src/shared/partitions.ts';
 import { testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
@@ -73,6 +73,31 @@ async function twoNodes(): Promise<[AgentdClient, AgentdClient]> {
   return [ca, cb];
 }
 
+/** A sender whose pair with `agent` the spread gives to `owner`. */
+function senderOwnedBy(owner: string, names: string[], agent: string, tag: string): string {
+  const owners = assignPartitions(PARTITIONS, names);
+  for (let i = 0; ; i++) {
+    const sender = `${tag}-${i}`;
+    if (owners[partitionOf(agent, sender, PARTITIONS)] === owner) return sender;
+  }
+}
+
+/** Collects agent events in the background; resolves once subscribe_events is registered (a ping after it is answered after it). */
+async function watch(c: AgentdClient): Promise<AgentEvent[]> {
+  const seen: AgentEvent[] = [];
+  const it = c.events()[Symbol.asyncIterator]();
+  const first = it.next();
+  void (async () => {
+    try {
+      for (let r = await first; !r.done; r = await it.next()) seen.push(r.value);
+    } catch {
+      // the connection closed at the end of the test
+    }
+  })();
+  await c.ping();
+  return seen;
+}
+
 const names = async (c: AgentdClient): Promise<string[]> => (await c.listAgents()).map((a) => a.name);
 
 describe.skipIf(skip !== null)('cluster mode: agents and the event bus across nodes', () => {
@@ -124,5 +149,25 @@ describe.skipIf(skip !== null)('cluster mode: agents and the event bus across no
       expect(fired.reduce((x, y) => x + y, 0)).toBe(1);
       await waitFor(async () => (await ca.subscriptions()).length === 0 && (await cb.subscriptions()).length === 0, 'both nodes to drop the used subscription');
     }
+  }, SLOW);
+
+  it('observers on one node see the events of turns running on the other', async () => {
+    const [ca, cb] = await twoNodes();
+    const seen = await watch(ca);
+    // Node b learns over NATS that a watches: until then its turns emit nothing. Each try runs one more turn at b.
+    let tries = 0;
+    await waitFor(async () => {
+      const sender = senderOwnedBy('b', ['a', 'b'], 'assistant', `probe${tries++}`);
+      await cb.send('assistant', 'probe', { sender });
+      return seen.some((e) => e.kind === 'done' && e.sender.startsWith('probe'));
+    }, 'node a’s observer to see a turn run at node b');
+    // Owned by b, sent through a client on b: the turn never touches a, yet a's observer sees all of it in order.
+    const sender = senderOwnedBy('b', ['a', 'b'], 'assistant', 'watched');
+    await cb.send('assistant', 'seen from afar', { sender });
+    await waitFor(() => seen.some((e) => e.kind === 'done' && e.sender === sender), 'the watched turn’s done event at node a');
+    const mine = seen.filter((e) => e.sender === sender);
+    expect(mine[0]!.kind).toBe('text_start');
+    expect(mine.at(-1)).toMatchObject({ kind: 'done', agent: 'assistant', content: 'seen from afar' });
+    expect(mine.filter((e) => e.kind === 'done')).toHaveLength(1);
   }, SLOW);
 });

@@ -17,6 +17,14 @@
  *   answers; the others ignore it. Tried again until the hold deadline while
  *   the partition changes hands.
  *
+ * - `<cluster>.watch`: `{ from, watching }` from a node whose observers
+ *   (`subscribe_events`) came or went, and again every half lease while it
+ *   has any (a node not heard from for two leases watches no more);
+ *   `<cluster>.watch.ask` on start asks the watching nodes to say so now.
+ *   While any node watches, every node's shards emit agent events, and each
+ *   node publishes those of its own turns on `<cluster>.events`; every other
+ *   node with observers hands them to its observers.
+ *
  * A node that reconnects to NATS (it may have missed messages) reloads all
  * agents and subscriptions.
  */
@@ -24,6 +32,8 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AgentConfig } from '../../shared/config.ts';
 import type { Logger } from '../../shared/log.ts';
 import { partitionOf } from '../../shared/partitions.ts';
+import { packr, unpackr } from '../../shared/codec.ts';
+import type { ObserverHub } from '../observers.ts';
 import type { AgentRegistry } from '../agent-registry.ts';
 import type { EventBus, SubscriptionInfo } from '../event-bus.ts';
 import type { ShardPool } from '../shard-pool.ts';
@@ -53,6 +63,9 @@ export interface SyncParts {
   onAgentsChanged(): void;
   /** How long a fire waits for its partition's owner. */
   holdMs: number;
+  /** The lease: watchers repeat themselves every half of it. */
+  leaseMs: number;
+  observers: ObserverHub;
   log: Logger;
 }
 
@@ -62,6 +75,13 @@ export class ClusterSync {
   #closed = false;
   /** Reloads run one at a time, the last asked for last. */
   #reloading: Promise<void> = Promise.resolve();
+  /** Whether this node has observers. */
+  #watchingHere = false;
+  /** Other nodes with observers, and until when each counts as watching. */
+  readonly #watchers = new Map<string, number>();
+  /** What the shards were last told (emit agent events or not). */
+  #shardsWatching = false;
+  readonly #watchTimer: NodeJS.Timeout;
 
   constructor(parts: SyncParts) {
     this.#p = parts;
@@ -79,7 +99,61 @@ export class ClusterSync {
       },
     }));
     this.#subs.push(nc.subscribe(`${name}.fire`, { callback: (err, msg) => { if (err === null) this.#onFire(msg.data, (b) => msg.respond(b)); } }));
+    this.#subs.push(nc.subscribe(`${name}.watch`, { callback: (err, msg) => { if (err === null) this.#onWatch(msg.data); } }));
+    this.#subs.push(nc.subscribe(`${name}.watch.ask`, { callback: () => { if (this.#watchingHere) this.#sayWatching(); } }));
+    this.#subs.push(nc.subscribe(`${name}.events`, { callback: (err, msg) => { if (err === null) this.#onEvents(msg.data); } }));
+    this.#watchTimer = setInterval(() => this.#tickWatch(), parts.leaseMs / 2);
+    this.#watchTimer.unref();
+    nc.publish(`${name}.watch.ask`);
     void this.#watchReconnects();
+  }
+
+  /** This node's observers came (true) or all went (false). */
+  setWatchingHere(watching: boolean): void {
+    this.#watchingHere = watching;
+    this.#sayWatching();
+    this.#updateShards();
+  }
+
+  /** Agent events of turns running here: to this node's observers (the caller), and to the other nodes' while any watches. */
+  agentEvents(agents: readonly string[], bodies: readonly Uint8Array[]): void {
+    if (this.#watchers.size === 0 || this.#closed) return;
+    this.#p.nc.publish(`${this.#p.name}.events`, packr.pack({ from: this.#p.node, agents, bodies }));
+  }
+
+  #sayWatching(): void {
+    if (this.#closed) return;
+    this.#p.nc.publish(`${this.#p.name}.watch`, enc.encode(JSON.stringify({ from: this.#p.node, watching: this.#watchingHere })));
+  }
+
+  #onWatch(data: Uint8Array): void {
+    const m = JSON.parse(dec.decode(data)) as { from: string; watching: boolean };
+    if (m.from === this.#p.node) return;
+    if (m.watching) this.#watchers.set(m.from, performance.now() + 2 * this.#p.leaseMs);
+    else this.#watchers.delete(m.from);
+    this.#updateShards();
+  }
+
+  #onEvents(data: Uint8Array): void {
+    if (!this.#watchingHere) return;
+    const m = unpackr.unpack(data) as { from: string; agents: string[]; bodies: Uint8Array[] };
+    if (m.from === this.#p.node) return;
+    this.#p.observers.broadcast(m.agents, m.bodies);
+  }
+
+  #tickWatch(): void {
+    if (this.#watchingHere) this.#sayWatching();
+    const now = performance.now();
+    for (const [n, until] of this.#watchers) if (until < now) this.#watchers.delete(n);
+    this.#updateShards();
+  }
+
+  /** The shards emit agent events while any node, this one or another, has observers. */
+  #updateShards(): void {
+    const watching = this.#watchingHere || this.#watchers.size > 0;
+    if (watching === this.#shardsWatching) return;
+    this.#shardsWatching = watching;
+    this.#p.pool.broadcast({ type: 'observe', watching });
   }
 
   async #watchReconnects(): Promise<void> {
@@ -205,7 +279,12 @@ export class ClusterSync {
   }
 
   close(): void {
+    if (this.#watchingHere) {
+      this.#watchingHere = false;
+      this.#sayWatching();
+    }
     this.#closed = true;
+    clearInterval(this.#watchTimer);
     for (const s of this.#subs) s.unsubscribe();
   }
 }

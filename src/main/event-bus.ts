@@ -77,6 +77,16 @@ export class EventBus {
     return this.#chains.live;
   }
 
+  /** Cluster mode: the share of `chain`'s budget a fire sent to another node carries (ChainBudget.carve). */
+  carveChain(chain: number): number {
+    return this.#chains.carve(chain);
+  }
+
+  /** Cluster mode: a chain continued here by a fired turn from another node, with the budget it carried. */
+  carriedChain(budget: number): number {
+    return this.#chains.carried(budget);
+  }
+
   /** A turn fired in `chain` ended: the chain is forgotten with its last turn. */
   chainTurnEnded(chain: number): void {
     this.#chains.turnEnded(chain);

@@ -34,9 +34,9 @@ function clusterName(): string {
   return name;
 }
 
-function node(db: TestDatabase, name: string, nodeName: string): Promise<Daemon> {
+function node(db: TestDatabase, name: string, nodeName: string, extra: Record<string, unknown> = {}): Promise<Daemon> {
   return testDaemon({
-    config: { agents: AGENTS, cluster: { name, partitions: PARTITIONS, lease_ms: LEASE_MS } },
+    config: { agents: AGENTS, cluster: { name, partitions: PARTITIONS, lease_ms: LEASE_MS }, ...extra },
     args: ['--store', db.url, '--cluster', NATS_URL, '--node', nodeName],
   });
 }
@@ -62,11 +62,11 @@ function sourceOwnedBy(owner: string, names: string[], agent: string, tag: strin
   }
 }
 
-async function twoNodes(): Promise<[AgentdClient, AgentdClient]> {
+async function twoNodes(extra: Record<string, unknown> = {}): Promise<[AgentdClient, AgentdClient]> {
   const db = await database();
   const name = clusterName();
-  const a = await node(db, name, 'a');
-  const b = await node(db, name, 'b');
+  const a = await node(db, name, 'a', extra);
+  const b = await node(db, name, 'b', extra);
   const ca = await testClient(a);
   const cb = await testClient(b);
   await settled([ca, cb], ['a', 'b']);
@@ -83,6 +83,18 @@ function senderOwnedBy(owner: string, names: string[], agent: string, tag: strin
 }
 
 /** Collects agent events in the background; resolves once subscribe_events is registered (a ping after it is answered after it). */
+/** An observer on `ca`, once node b (which learns of it over NATS) sends it the events of its turns. */
+async function watchBoth(ca: AgentdClient, cb: AgentdClient): Promise<AgentEvent[]> {
+  const seen = await watch(ca);
+  let tries = 0;
+  await waitFor(async () => {
+    const sender = senderOwnedBy('b', ['a', 'b'], 'assistant', `probe${tries++}`);
+    await cb.send('assistant', 'probe', { sender });
+    return seen.some((e) => e.kind === 'done' && e.sender.startsWith('probe'));
+  }, 'node a’s observer to see a turn run at node b');
+  return seen;
+}
+
 async function watch(c: AgentdClient): Promise<AgentEvent[]> {
   const seen: AgentEvent[] = [];
   const it = c.events()[Symbol.asyncIterator]();
@@ -153,14 +165,8 @@ describe.skipIf(skip !== null)('cluster mode: agents and the event bus across no
 
   it('observers on one node see the events of turns running on the other', async () => {
     const [ca, cb] = await twoNodes();
-    const seen = await watch(ca);
-    // Node b learns over NATS that a watches: until then its turns emit nothing. Each try runs one more turn at b.
-    let tries = 0;
-    await waitFor(async () => {
-      const sender = senderOwnedBy('b', ['a', 'b'], 'assistant', `probe${tries++}`);
-      await cb.send('assistant', 'probe', { sender });
-      return seen.some((e) => e.kind === 'done' && e.sender.startsWith('probe'));
-    }, 'node a’s observer to see a turn run at node b');
+    // Node b learns over NATS that a watches: until then its turns emit nothing.
+    const seen = await watchBoth(ca, cb);
     // Owned by b, sent through a client on b: the turn never touches a, yet a's observer sees all of it in order.
     const sender = senderOwnedBy('b', ['a', 'b'], 'assistant', 'watched');
     await cb.send('assistant', 'seen from afar', { sender });
@@ -169,5 +175,30 @@ describe.skipIf(skip !== null)('cluster mode: agents and the event bus across no
     expect(mine[0]!.kind).toBe('text_start');
     expect(mine.at(-1)).toMatchObject({ kind: 'done', agent: 'assistant', content: 'seen from afar' });
     expect(mine.filter((e) => e.kind === 'done')).toHaveLength(1);
+  }, SLOW);
+
+  it('max_chain_turns holds over a chain whose turns run on both nodes', async () => {
+    const [ca, cb] = await twoNodes({ max_chain_turns: 3 });
+    // Two agents pinging each other's `done`, each fired turn owned by the other node than the one before.
+    const owners = assignPartitions(PARTITIONS, ['a', 'b']);
+    const own = (agent: string, sender: string): string => owners[partitionOf(agent, sender, PARTITIONS)]!;
+    let i = 0;
+    while (own(`py${i}`, `event:agent:px${i}:done`) === own(`px${i}`, `event:agent:py${i}:done`)) i++;
+    const [x, y] = [`px${i}`, `py${i}`];
+    await ca.createAgent(x, { model: 'echo' });
+    await ca.createAgent(y, { model: 'echo' });
+    await waitFor(async () => (await names(cb)).includes(x) && (await names(cb)).includes(y), 'node b to see both agents');
+    await ca.subscribe('kick', x);
+    await ca.subscribe(`agent:${x}:done`, y);
+    await ca.subscribe(`agent:${y}:done`, x);
+    await waitFor(async () => (await cb.subscriptions()).length === 3, 'node b to see the subscriptions');
+    const seen = await watchBoth(ca, cb);
+    expect(await ca.publish('kick', 'ping pong')).toBe(1);
+    // On one node the chain would run 3 turns; across nodes the budget is shared out, never exceeded. Without a
+    // shared budget it would run on to the depth cut (8 turns) and never be cut by max_chain_turns.
+    await waitFor(() => seen.some((e) => e.kind === 'chain_cut'), 'the chain to be cut by max_chain_turns');
+    const turns = seen.filter((e) => e.kind === 'done' && (e.agent === x || e.agent === y));
+    expect(turns.length).toBeGreaterThanOrEqual(1);
+    expect(turns.length).toBeLessThanOrEqual(3);
   }, SLOW);
 });

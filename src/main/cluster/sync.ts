@@ -28,6 +28,7 @@
  * A node that reconnects to NATS (it may have missed messages) reloads all
  * agents and subscriptions.
  */
+import { randomUUID } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AgentConfig } from '../../shared/config.ts';
 import type { Logger } from '../../shared/log.ts';
@@ -44,6 +45,8 @@ const dec = new TextDecoder();
 
 /** How long one try of a remote fire waits for the owner's answer. */
 const FIRE_TRY_MS = 500;
+/** Fires an owner remembers (by id), so a try sent again after a late answer does not start the turn twice. */
+const FIRES_REMEMBERED = 4096;
 
 export interface SyncParts {
   nc: NatsConnection;
@@ -82,6 +85,8 @@ export class ClusterSync {
   /** What the shards were last told (emit agent events or not). */
   #shardsWatching = false;
   readonly #watchTimer: NodeJS.Timeout;
+  /** The ids of fires started here for other nodes, oldest first, with their answers. */
+  readonly #firesSeen = new Map<string, string>();
 
   constructor(parts: SyncParts) {
     this.#p = parts;
@@ -247,7 +252,9 @@ export class ClusterSync {
   fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number): 'here' | 'sent' | false {
     const partition = partitionOf(sub.target_agent, `event:${sub.source}`, this.#p.partitions);
     if (this.#p.holds(partition)) return this.#p.pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain)) ? 'here' : false;
-    const body = enc.encode(JSON.stringify({ partition, agent: sub.target_agent, source: sub.source, payload, depth }));
+    // The chain's budget travels with the turn: a share of what is left, so chains that cross nodes hold max_chain_turns over the cluster.
+    const budget = this.#p.bus.carveChain(chain);
+    const body = enc.encode(JSON.stringify({ id: randomUUID(), partition, agent: sub.target_agent, source: sub.source, payload, depth, budget }));
     void this.#fireRemote(body, performance.now() + this.#p.holdMs, sub);
     return 'sent';
   }
@@ -269,13 +276,24 @@ export class ClusterSync {
   }
 
   #onFire(data: Uint8Array, respond: (b: Uint8Array) => void): void {
-    const m = JSON.parse(dec.decode(data)) as { partition: number; agent: string; source: string; payload: string; depth: number };
+    const m = JSON.parse(dec.decode(data)) as { id: string; partition: number; agent: string; source: string; payload: string; depth: number; budget: number };
     // Only the partition's owner answers; the others stay silent.
     if (!this.#p.holds(m.partition)) return;
-    if (!this.#p.agents.has(m.agent)) return respond(enc.encode(`agent "${m.agent}" no longer exists`));
-    // The chain's budget stays with the node that published (PROTOCOL §4: per node in cluster mode); the depth travels.
-    const ok = this.#p.pool.sendFor(busTurn(m.agent, m.source, m.payload, m.depth, 0));
-    respond(enc.encode(ok ? 'ok' : 'queue full'));
+    const before = this.#firesSeen.get(m.id);
+    if (before !== undefined) return respond(enc.encode(before));
+    const answer = this.#startFired(m);
+    this.#firesSeen.set(m.id, answer);
+    if (this.#firesSeen.size > FIRES_REMEMBERED) this.#firesSeen.delete(this.#firesSeen.keys().next().value!);
+    respond(enc.encode(answer));
+  }
+
+  #startFired(m: { agent: string; source: string; payload: string; depth: number; budget: number }): string {
+    if (!this.#p.agents.has(m.agent)) return `agent "${m.agent}" no longer exists`;
+    // The chain continues here with the budget it carried; the depth travels too.
+    const chain = this.#p.bus.carriedChain(m.budget);
+    const ok = this.#p.pool.sendFor(busTurn(m.agent, m.source, m.payload, m.depth, chain));
+    if (!ok) this.#p.bus.chainTurnEnded(chain);
+    return ok ? 'ok' : 'queue full';
   }
 
   close(): void {

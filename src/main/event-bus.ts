@@ -175,12 +175,15 @@ export class EventBus {
     for (const sub of subs) {
       if (sub.removed) continue;
       if (this.#opts.cluster !== undefined && sub.once && storage !== null) {
-        // The store's claim: only the node whose delete took the row fires it.
+        // Within the chain's budget first (a cut chain does not use it up), then the store's claim: only the node whose delete took the row fires it.
+        if (!this.#admit(sub, inChain)) continue;
         this.#remove(sub);
         const took = await storage.run<number>({ op: 'subscription_delete', ids: [sub.id] });
-        if (took !== 1) continue;
+        if (took !== 1) {
+          this.#chains.unadmit(inChain);
+          continue;
+        }
         this.#opts.cluster.changed();
-        if (!this.#admit(sub, inChain)) continue;
         if (this.#opts.fire(sub, payload, depth + 1, inChain)) fired++;
         else this.#chains.unadmit(inChain);
         continue;

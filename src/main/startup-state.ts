@@ -25,7 +25,8 @@ export async function readStartupState(storage: StoragePool | null, config: Reso
 
 /** Cluster mode: the agents and subscriptions as the shared store holds them now (another node changed them). */
 export async function reloadStoredState(storage: StoragePool, config: ResolvedConfig, log: Logger): Promise<StartupState> {
-  const stored = await storage.run<StoredStartupState>({ op: 'prepare', seedAgents: {} });
+  const stored = await storage.run<StoredStartupState>({ op: 'read_state' });
+  // seededNow: true only skips the start-up report of the file's agents missing from the store.
   return { agents: loadAgents({ ...stored, seededNow: true }, config, log), subscriptions: stored.subscriptions };
 }
 

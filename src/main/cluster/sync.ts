@@ -171,14 +171,20 @@ export class ClusterSync {
     }
   }
 
-  /** An agent changed here: the other nodes reload it. */
+  /**
+   * An agent changed here: the other nodes reload it. So does this node,
+   * after any reload under way: one that read the store before this change
+   * committed may have undone it here.
+   */
   agentChanged(agent: string): void {
     this.#p.nc.publish(`${this.#p.name}.agents`, enc.encode(JSON.stringify({ from: this.#p.node, agent })));
+    this.#queueReload(agent, false);
   }
 
-  /** The subscriptions changed here: the other nodes reload them. */
+  /** The subscriptions changed here: the other nodes reload them, and so does this one (as for agents). */
   subscriptionsChanged(): void {
     this.#p.nc.publish(`${this.#p.name}.subs`, enc.encode(JSON.stringify({ from: this.#p.node })));
+    this.#queueReload(null, false);
   }
 
   /** Before an agent's rows go: every other live node purges it (failures are logged; a node that does not answer has lost its leases by then, or soon). */

@@ -12,7 +12,7 @@ import type { AgentEvent, AgentdClient } from '../../src/client/index.ts';
 import { assignPartitions, partitionOf } from '../../src/shared/partitions.ts';
 import { testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
-import { destroyBucket, NATS_URL, natsUnavailable, testBucket } from '../helpers/nats.ts';
+import { destroyBucket, NATS_URL, natsUnavailable, ownNatsUnavailable, startOwnNats, testBucket } from '../helpers/nats.ts';
 
 const skip = (await natsUnavailable()) ?? (await pgUnavailable());
 if (skip !== null) console.warn(skip);
@@ -34,10 +34,10 @@ function clusterName(): string {
   return name;
 }
 
-function node(db: TestDatabase, name: string, nodeName: string, extra: Record<string, unknown> = {}): Promise<Daemon> {
+function node(db: TestDatabase, name: string, nodeName: string, extra: Record<string, unknown> = {}, nats = NATS_URL): Promise<Daemon> {
   return testDaemon({
     config: { agents: AGENTS, cluster: { name, partitions: PARTITIONS, lease_ms: LEASE_MS }, ...extra },
-    args: ['--store', db.url, '--cluster', NATS_URL, '--node', nodeName],
+    args: ['--store', db.url, '--cluster', nats, '--node', nodeName],
   });
 }
 
@@ -200,5 +200,29 @@ describe.skipIf(skip !== null)('cluster mode: agents and the event bus across no
     const turns = seen.filter((e) => e.kind === 'done' && (e.agent === x || e.agent === y));
     expect(turns.length).toBeGreaterThanOrEqual(1);
     expect(turns.length).toBeLessThanOrEqual(3);
+  }, SLOW);
+});
+
+describe.skipIf(skip !== null || ownNatsUnavailable() !== null)('cluster mode: a node that missed messages', () => {
+  it('reloads every agent and the subscriptions when it reconnects to NATS', async () => {
+    const own = await startOwnNats();
+    onTestFinished(() => own.remove());
+    const db = await database();
+    const name = clusterName();
+    const a = await node(db, name, 'a', {}, own.url);
+    const b = await node(db, name, 'b', {}, own.url);
+    const ca = await testClient(a);
+    const cb = await testClient(b);
+    await settled([ca, cb], ['a', 'b']);
+    await own.stop();
+    // Changed in the store while NATS is down, as by a node whose messages were lost: no message will ever tell of it.
+    const at = new Date().toISOString();
+    await db.query('INSERT INTO agents (name, config, created_at, updated_at) VALUES ($1, $2, $3, $3)', ['unheard', JSON.stringify({ model: 'echo' }), at]);
+    await db.query('INSERT INTO subscriptions (source, target_agent, once, created_at) VALUES ($1, $2, $3, $4)', ['unheard.topic', 'unheard', false, at]);
+    expect(await names(cb)).not.toContain('unheard');
+    await own.restart();
+    for (const c of [ca, cb]) {
+      await waitFor(async () => (await names(c)).includes('unheard') && (await c.subscriptions()).some((x) => x.source === 'unheard.topic'), 'the node to reload after reconnecting', 30_000);
+    }
   }, SLOW);
 });

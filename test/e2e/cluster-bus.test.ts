@@ -10,7 +10,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { AgentEvent, AgentdClient } from '../../src/client/index.ts';
 import { assignPartitions, partitionOf } from '../../src/shared/partitions.ts';
-import { testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { collect, testClient, testDaemon, waitFor, waitRunning, type Daemon } from '../helpers/daemon.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 import { destroyBucket, NATS_URL, natsUnavailable, ownNatsUnavailable, startOwnNats, testBucket } from '../helpers/nats.ts';
 
@@ -128,6 +128,26 @@ describe.skipIf(skip !== null)('cluster mode: agents and the event bus across no
     const convs = (await cb.request('list_conversations', { agent: 'helper' })).conversation_list as { conversations: unknown[] };
     expect(convs.conversations).toEqual([]);
     expect((await cb.subscriptions()).filter((s) => s.target_agent === 'helper')).toEqual([]);
+  }, SLOW);
+
+  it('deleting an agent on one node cancels its turn running on the other before its conversations go', async () => {
+    const [ca, cb] = await twoNodes();
+    await ca.request('create_agent', { name: 'doomed', config: { model: 'echo', echo: { delay_ms: 30 } } });
+    await waitFor(async () => (await names(cb)).includes('doomed'), 'node b to see the new agent');
+    const sender = senderOwnedBy('b', ['a', 'b'], 'doomed', 'd');
+    await cb.send('doomed', 'stored first', { sender });
+    const running = collect(cb.stream('doomed', 'a b c d e f g h i j k l m n o p q r s t', { sender }));
+    await waitRunning(cb, 'doomed', sender);
+    await ca.deleteAgent('doomed');
+    // Answered only once b purged it: b refuses the agent and runs nothing of it from that moment, not a message later.
+    const active = (await cb.request('list_active_conversations', { agent: 'doomed' })).active_conversations as { conversations: unknown[] };
+    expect(active.conversations).toEqual([]);
+    await expect(cb.send('doomed', 'hi', { sender })).rejects.toMatchObject({ code: 404 });
+    expect((await running).at(-1)).toMatchObject({ type: 'end', stop_reason: 'cancelled', error: 'agent deleted' });
+    for (const c of [ca, cb]) {
+      const convs = (await c.request('list_conversations', { agent: 'doomed' })).conversation_list as { conversations: unknown[] };
+      expect(convs.conversations).toEqual([]);
+    }
   }, SLOW);
 
   it('a subscription made on one node fires for a publish on the other, its turn run at the owner and stored', async () => {

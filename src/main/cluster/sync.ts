@@ -45,6 +45,8 @@ const dec = new TextDecoder();
 
 /** How long one try of a remote fire waits for the owner's answer. */
 const FIRE_TRY_MS = 500;
+/** The most event bytes one `<cluster>.events` message carries. */
+const EVENTS_MESSAGE_BYTES = 256 * 1024;
 /** Fires an owner remembers (by id), so a try sent again after a late answer does not start the turn twice. */
 const FIRES_REMEMBERED = 4096;
 
@@ -91,26 +93,37 @@ export class ClusterSync {
   constructor(parts: SyncParts) {
     this.#p = parts;
     const { nc, name, node } = parts;
-    this.#subs.push(nc.subscribe(`${name}.agents`, { callback: (err, msg) => { if (err === null) this.#onAgent(msg.data); } }));
-    this.#subs.push(nc.subscribe(`${name}.subs`, { callback: (err, msg) => { if (err === null) this.#onSubs(msg.data); } }));
+    this.#subs.push(nc.subscribe(`${name}.agents`, { callback: (err, msg) => { if (err === null) this.#guard('agents', () => this.#onAgent(msg.data)); } }));
+    this.#subs.push(nc.subscribe(`${name}.subs`, { callback: (err, msg) => { if (err === null) this.#guard('subs', () => this.#onSubs(msg.data)); } }));
     this.#subs.push(nc.subscribe(`${name}.agents.purge.${node}`, {
       callback: (err, msg) => {
         if (err !== null) return;
-        const { agent } = JSON.parse(dec.decode(msg.data)) as { agent: string };
-        this.purgeHere(agent).then(
-          () => msg.respond(enc.encode('ok')),
-          (e: unknown) => msg.respond(enc.encode(`error: ${(e as Error).message}`)),
-        );
+        this.#guard('agents.purge', () => {
+          const { agent } = JSON.parse(dec.decode(msg.data)) as { agent: string };
+          this.purgeHere(agent).then(
+            () => msg.respond(enc.encode('ok')),
+            (e: unknown) => msg.respond(enc.encode(`error: ${(e as Error).message}`)),
+          );
+        });
       },
     }));
-    this.#subs.push(nc.subscribe(`${name}.fire`, { callback: (err, msg) => { if (err === null) this.#onFire(msg.data, (b) => msg.respond(b)); } }));
-    this.#subs.push(nc.subscribe(`${name}.watch`, { callback: (err, msg) => { if (err === null) this.#onWatch(msg.data); } }));
+    this.#subs.push(nc.subscribe(`${name}.fire`, { callback: (err, msg) => { if (err === null) this.#guard('fire', () => this.#onFire(msg.data, (b) => msg.respond(b))); } }));
+    this.#subs.push(nc.subscribe(`${name}.watch`, { callback: (err, msg) => { if (err === null) this.#guard('watch', () => this.#onWatch(msg.data)); } }));
     this.#subs.push(nc.subscribe(`${name}.watch.ask`, { callback: () => { if (this.#watchingHere) this.#sayWatching(); } }));
-    this.#subs.push(nc.subscribe(`${name}.events`, { callback: (err, msg) => { if (err === null) this.#onEvents(msg.data); } }));
+    this.#subs.push(nc.subscribe(`${name}.events`, { callback: (err, msg) => { if (err === null) this.#guard('events', () => this.#onEvents(msg.data)); } }));
     this.#watchTimer = setInterval(() => this.#tickWatch(), parts.leaseMs / 2);
     this.#watchTimer.unref();
     nc.publish(`${name}.watch.ask`);
     void this.#watchReconnects();
+  }
+
+  /** A malformed message (not from an agentd node of this version) is logged and skipped. */
+  #guard(subject: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.#p.log.warn({ subject: `${this.#p.name}.${subject}`, err: (err as Error).message }, 'cluster: a malformed message was skipped');
+    }
   }
 
   /** This node's observers came (true) or all went (false). */
@@ -123,7 +136,30 @@ export class ClusterSync {
   /** Agent events of turns running here: to this node's observers (the caller), and to the other nodes' while any watches. */
   agentEvents(agents: readonly string[], bodies: readonly Uint8Array[]): void {
     if (this.#watchers.size === 0 || this.#closed) return;
-    this.#p.nc.publish(`${this.#p.name}.events`, packr.pack({ from: this.#p.node, agents, bodies }));
+    // In messages well under NATS's max_payload (1 MiB by default); one event bigger than that alone is not sent (logged).
+    let from = 0;
+    let bytes = 0;
+    const send = (to: number): void => {
+      if (to > from) this.#p.nc.publish(`${this.#p.name}.events`, packr.pack({ from: this.#p.node, agents: agents.slice(from, to), bodies: bodies.slice(from, to) }));
+      from = to;
+      bytes = 0;
+    };
+    try {
+      for (let i = 0; i < bodies.length; i++) {
+        const size = bodies[i]!.length;
+        if (size > EVENTS_MESSAGE_BYTES) {
+          send(i);
+          from = i + 1;
+          this.#p.log.warn({ agent: agents[i], bytes: size }, 'cluster: an agent event too big for a NATS message reaches only this node’s observers');
+          continue;
+        }
+        if (bytes + size > EVENTS_MESSAGE_BYTES) send(i);
+        bytes += size;
+      }
+      send(bodies.length);
+    } catch (err) {
+      this.#p.log.warn({ err: (err as Error).message }, 'cluster: sending agent events to the other nodes failed');
+    }
   }
 
   #sayWatching(): void {
@@ -225,7 +261,7 @@ export class ClusterSync {
     this.#queueReload(null, false);
   }
 
-  /** Reloads one agent (`agent`), or the subscriptions, or (`all`) every agent and the subscriptions. */
+  /** Reloads one agent (`agent`, null: none) or (`all`) every agent, and the subscriptions. */
   #queueReload(agent: string | null, all: boolean): void {
     this.#reloading = this.#reloading.then(() => this.#reload(agent, all)).catch((err: unknown) => {
       this.#p.log.error({ err: (err as Error).message }, 'cluster: reloading agents or subscriptions from the store failed');
@@ -248,7 +284,9 @@ export class ClusterSync {
       pool.broadcast({ type: 'agent', name: n, config });
       this.#p.onAgentsChanged();
     }
-    if (agent === null) bus.replace(state.subscriptions);
+    // Every reload takes the subscriptions too: the store's are current (a deleted agent's went with it), and a
+    // reload that read them before a change committed is followed by another (the change's own message).
+    bus.replace(state.subscriptions);
   }
 
   /**

@@ -29,6 +29,8 @@ export interface AgentServiceOptions {
   maxAgents: number;
   /** Called after every change of the agents (the MCP thread follows their `mcps`). */
   onChange?: () => void;
+  /** Cluster mode: the other nodes are told of each change, and purge a deleted agent before its rows go. */
+  cluster?: { agentChanged(name: string): void; purgeElsewhere(name: string): Promise<void> };
 }
 
 const MODEL_LIST_TIMEOUT_MS = 10_000;
@@ -54,6 +56,7 @@ export class AgentService {
     this.#o.agents.set(name, config);
     this.#o.pool.broadcast({ type: 'agent', name, config });
     this.#o.onChange?.();
+    this.#o.cluster?.agentChanged(name);
     return this.#o.agents.info(name)!;
   }
 
@@ -89,8 +92,11 @@ export class AgentService {
     this.#o.pool.broadcast({ type: 'agent', name, config: null });
     this.#o.onChange?.();
     await this.#o.pool.purgeAgent(name);
+    // Cluster mode: no node may still write for the agent once its conversations are deleted.
+    await this.#o.cluster?.purgeElsewhere(name);
     await this.#o.storage?.run({ op: 'agent_delete', name });
     await this.#o.bus.removeAgent(name, { stored: false });
+    this.#o.cluster?.agentChanged(name);
   }
 
   /** `echo` and whatever each configured endpoint offers; `active` is the default agent's model. */

@@ -9,6 +9,8 @@
 import { packr } from '../shared/codec.ts';
 
 interface Chain {
+  /** Fired turns this chain may start here: `maxTurns`, or the share another node sent with a fired turn (cluster mode). */
+  max: number;
   fired: number;
   /** Fired turns not yet ended. */
   open: number;
@@ -44,7 +46,31 @@ export class ChainBudget {
   begin(chain: number): number {
     if (chain !== 0 && this.#chains.has(chain)) return chain;
     const id = this.#nextId++;
-    this.#chains.set(id, { fired: 0, open: 0, cut: false });
+    this.#chains.set(id, { max: this.#maxTurns, fired: 0, open: 0, cut: false });
+    return id;
+  }
+
+  /**
+   * Cluster mode: an admitted fire of `chain` goes to another node. It takes
+   * half of what the chain has left (rounded down), which is counted as
+   * fired here: the turns its `done` fires there draw on that share only, so
+   * the chain's fires over all nodes stay within `maxTurns`.
+   */
+  carve(chain: number): number {
+    const c = this.#chains.get(chain);
+    if (c === undefined) return 0;
+    const share = Math.floor(Math.max(0, c.max - c.fired) / 2);
+    c.fired += share;
+    return share;
+  }
+
+  /**
+   * Cluster mode: a chain continued here by a fired turn another node sent,
+   * with the share of the budget it carried; its one open turn is that one.
+   */
+  carried(budget: number): number {
+    const id = this.#nextId++;
+    this.#chains.set(id, { max: budget, fired: 0, open: 1, cut: false });
     return id;
   }
 
@@ -55,7 +81,7 @@ export class ChainBudget {
   admit(chain: number): 'ok' | 'first_cut' | 'cut' {
     const c = this.#chains.get(chain);
     if (c === undefined) return 'ok';
-    if (c.fired < this.#maxTurns) {
+    if (c.fired < c.max) {
       c.fired++;
       c.open++;
       return 'ok';

@@ -33,12 +33,13 @@ import { limitsOf } from './limits.ts';
 import { ObserverHub } from './observers.ts';
 import { StoragePool } from './storage-pool.ts';
 import { WriterHost } from './writer-host.ts';
-import { readStartupState, type StartupState } from './startup-state.ts';
+import { readStartupState, reloadStoredState, type StartupState } from './startup-state.ts';
 import { describeStore, type StoreLocation } from '../shared/store-location.ts';
 import { busTurn } from './turn-request.ts';
 import { chainCutEvent } from './chain-budget.ts';
 import { McpHub } from './mcp-hub.ts';
 import { ClusterNode } from './cluster/router.ts';
+import { ClusterSync } from './cluster/sync.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (README, Configuration). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -213,17 +214,31 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connections = new Map<number, Connection>();
 
   const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, log });
+  // Cluster mode: set once the node serves (it tells the other nodes of changes, fires at each pair's owner, shares agent events).
+  let sync: ClusterSync | null = null;
   const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns });
-  const observers = new ObserverHub((watching) => pool.broadcast({ type: 'observe', watching }), config.maxObservers);
+  // Cluster mode: the node's sync decides (other nodes' observers count too), once it exists.
+  const observers = new ObserverHub((watching) => (sync === null ? pool.broadcast({ type: 'observe', watching }) : sync.setWatchingHere(watching)), config.maxObservers);
+  /** Agent events: to this node's observers and, in cluster mode, to the other nodes' (`chain_cut` as well as the shards'). */
+  const agentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]): void => {
+    observers.broadcast(agentNames, bodies);
+    sync?.agentEvents(agentNames, bodies);
+  };
   const fire = (sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean => {
     if (!agents.has(sub.target_agent)) {
       log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
       return false;
     }
-    return pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain));
+    if (sync === null) return pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain));
+    const where = sync.fire(sub, payload, depth, chain);
+    // A turn sent to another node ends there: it no longer holds this node's chain open (after this publish settles).
+    if (where === 'sent' && chain !== 0) queueMicrotask(() => bus.chainTurnEnded(chain));
+    return where !== false;
   };
-  const chainCut = (sub: SubscriptionInfo, max: number): void => observers.broadcast([sub.target_agent], [chainCutEvent(sub, max)]);
-  const bus = new EventBus({ storage, log, fire, maxChainTurns: config.maxChainTurns, chainCut, maxSubscriptions: config.maxSubscriptions }, startup.subscriptions);
+  const chainCut = (sub: SubscriptionInfo, max: number): void => agentEvents([sub.target_agent], [chainCutEvent(sub, max)]);
+  const busCluster = cluster === null ? undefined : { changed: () => sync?.subscriptionsChanged() };
+  const bus = new EventBus({ storage, log, fire, maxChainTurns: config.maxChainTurns, chainCut, maxSubscriptions: config.maxSubscriptions, cluster: busCluster }, startup.subscriptions);
+  const agentsCluster = cluster === null ? undefined : { agentChanged: (n: string) => sync?.agentChanged(n), purgeElsewhere: (n: string) => sync?.purgeElsewhere(n) ?? Promise.resolve() };
   const dispatch = createDispatch({
     pool,
     storage,
@@ -231,7 +246,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     observers,
     agents,
     skills: new SkillCatalogue(config.home, log),
-    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync() }),
+    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: agentsCluster }),
     mcp,
     defaultSender: config.defaultSender,
     startedAt: Date.now(),
@@ -256,7 +271,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
       fences: cluster === null ? null : { partitions: cluster.fences.partitions, buffer: cluster.fences.buffer },
     }),
     deliver: (conn, frames) => (connections.get(conn) ?? cluster?.forwarded(conn))?.write(frames),
-    agentEvents: (agentNames, bodies) => observers.broadcast(agentNames, bodies),
+    agentEvents,
     finished: ({ agent, text, depth, chain }) => {
       bus.publish(`agent:${agent}:done`, text, depth, chain).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));
     },
@@ -266,6 +281,12 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   await Promise.all([pool.start(outputs), mcp.ready]);
   if (cluster !== null) {
     await cluster.start({ pool, storage: storage!, local: dispatch, defaultSender: config.defaultSender, highWaterBytes: config.highWaterBytes, hardLimitBytes: config.hardLimitBytes, closing: () => lifecycle.closing });
+    sync = new ClusterSync({
+      nc: cluster.nc, name: config.cluster!.name, node: config.cluster!.node, partitions: config.cluster!.partitions,
+      agents, pool, bus, reload: () => reloadStoredState(storage!, config, log), holds: (p) => cluster.holds(p), liveNodes: () => cluster.liveNodes(),
+      onAgentsChanged: () => mcp.sync(), holdMs: cluster.holdMs, leaseMs: config.cluster!.lease_ms, observers, log,
+    });
+    cluster.onStop(() => sync?.close());
     log.info({ node: config.cluster!.node, cluster: config.cluster!.name }, 'cluster node serving');
   }
   return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, cluster };

@@ -38,6 +38,14 @@ export interface EventBusOptions {
   log: Logger;
   /** `max_subscriptions`: subscribing past it gets 429 (unlimited when absent). */
   maxSubscriptions?: number;
+  /**
+   * Cluster mode: other nodes share the table through the store. A `once`
+   * subscription fires only once this node's delete of its row took it (the
+   * store's claim: of concurrent publishes on several nodes, one deletes it);
+   * `changed` is told after each change of the stored table, so the other
+   * nodes reload it.
+   */
+  cluster?: { changed(): void };
 }
 
 export class EventBus {
@@ -67,6 +75,16 @@ export class EventBus {
   /** Chains with fired turns still open. */
   get liveChains(): number {
     return this.#chains.live;
+  }
+
+  /** Cluster mode: the share of `chain`'s budget a fire sent to another node carries (ChainBudget.carve). */
+  carveChain(chain: number): number {
+    return this.#chains.carve(chain);
+  }
+
+  /** Cluster mode: a chain continued here by a fired turn from another node, with the budget it carried. */
+  carriedChain(budget: number): number {
+    return this.#chains.carried(budget);
   }
 
   /** A turn fired in `chain` ended: the chain is forgotten with its last turn. */
@@ -102,7 +120,9 @@ export class EventBus {
     this.#adding++;
     try {
       const id = storage === null ? this.#nextId++ : await storage.run<number>({ op: 'subscription_insert', source, targetAgent, once });
-      return info(this.#add({ id, source, target_agent: targetAgent, once }));
+      const added = info(this.#add({ id, source, target_agent: targetAgent, once }));
+      this.#opts.cluster?.changed();
+      return added;
     } finally {
       this.#adding--;
     }
@@ -114,7 +134,14 @@ export class EventBus {
     if (sub === undefined) return false;
     this.#remove(sub);
     await this.#opts.storage?.run({ op: 'subscription_delete', ids: [id] });
+    this.#opts.cluster?.changed();
     return true;
+  }
+
+  /** Cluster mode: the table as the store holds it now (another node changed it). */
+  replace(stored: readonly SubscriptionInfo[]): void {
+    for (const sub of [...this.#byId.values()]) this.#remove(sub);
+    for (const s of stored) this.#add(s);
   }
 
   /** Subscriptions whose target agent is gone go with it (`stored: false`: their rows are already deleted). */
@@ -144,8 +171,23 @@ export class EventBus {
     const inChain = this.#chains.begin(chain);
     let fired = 0;
     const used: number[] = [];
+    const storage = this.#opts.storage;
     for (const sub of subs) {
       if (sub.removed) continue;
+      if (this.#opts.cluster !== undefined && sub.once && storage !== null) {
+        // Within the chain's budget first (a cut chain does not use it up), then the store's claim: only the node whose delete took the row fires it.
+        if (!this.#admit(sub, inChain)) continue;
+        this.#remove(sub);
+        const took = await storage.run<number>({ op: 'subscription_delete', ids: [sub.id] });
+        if (took !== 1) {
+          this.#chains.unadmit(inChain);
+          continue;
+        }
+        this.#opts.cluster.changed();
+        if (this.#opts.fire(sub, payload, depth + 1, inChain)) fired++;
+        else this.#chains.unadmit(inChain);
+        continue;
+      }
       if (!this.#admit(sub, inChain)) continue;
       if (sub.once) {
         this.#remove(sub);

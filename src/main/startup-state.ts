@@ -23,6 +23,13 @@ export async function readStartupState(storage: StoragePool | null, config: Reso
   return { agents: loadAgents(stored, config, log), subscriptions: stored.subscriptions };
 }
 
+/** Cluster mode: the agents and subscriptions as the shared store holds them now (another node changed them). */
+export async function reloadStoredState(storage: StoragePool, config: ResolvedConfig, log: Logger): Promise<StartupState> {
+  const stored = await storage.run<StoredStartupState>({ op: 'read_state' });
+  // seededNow: true only skips the start-up report of the file's agents missing from the store.
+  return { agents: loadAgents({ ...stored, seededNow: true }, config, log), subscriptions: stored.subscriptions };
+}
+
 /**
  * The stored agents. One that no longer validates (its provider left the
  * file, say) is not loaded, and says so in the log; the daemon still starts.

@@ -287,6 +287,8 @@ export type StorageTask =
   | { op: 'close' }
   /** Cluster mode: raises a partition's fence to `token` (DaemonStorage.claimPartition); answers whether it now holds exactly `token`. */
   | { op: 'claim_partition'; partition: number; token: number }
+  /** Cluster mode: the agents and subscriptions as the shared store holds them now (DaemonStorage.readState); `seededNow` is false. */
+  | { op: 'read_state' }
   | ({ op: 'search_sessions' } & SearchOptions);
 
 /** A session search, its bounds already applied (PROTOCOL §4). */

@@ -47,11 +47,15 @@ export class PgDaemonStorage implements DaemonStorage {
   async prepare(seedAgents: Record<string, AgentConfig>): Promise<StoredStartupState> {
     await migrate(this.#pool, this.#url, this.#log);
     const seededNow = await inTransaction(this.#pool, (client) => seedOnce(client, seedAgents));
+    return { ...(await this.readState()), seededNow };
+  }
+
+  async readState(): Promise<StoredStartupState> {
     const [agents, subscriptions] = await Promise.all([
       this.#pool.query<{ name: string; config: string }>('SELECT name, config FROM agents ORDER BY name'),
       this.#pool.query<SubscriptionRecord>('SELECT id, source, target_agent, once FROM subscriptions ORDER BY id'),
     ]);
-    return { agents: agents.rows, seededNow, subscriptions: subscriptions.rows };
+    return { agents: agents.rows, seededNow: false, subscriptions: subscriptions.rows };
   }
 
   async listConversations(agent: string | null, sender: string | null): Promise<ConversationSummary[]> {

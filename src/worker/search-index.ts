@@ -68,7 +68,10 @@ export class SearchIndex {
     );
     this.#advance = db.prepare<[number]>('UPDATE fts_watermark SET message_id = ?');
     this.#batchTx = db.transaction((limit: number) => {
-      const rows = this.#unindexed.all(lastWithin(this.#sizes.all(limit), BATCH_TEXT_BYTES));
+      const sizes = this.#sizes.all(limit);
+      // Another storage thread may have indexed them since catchUp looked.
+      if (sizes.length === 0) return 0;
+      const rows = this.#unindexed.all(lastWithin(sizes, BATCH_TEXT_BYTES));
       for (const m of rows) {
         const text = searchable(m);
         if (text !== null) this.#insert.run(m.id, ...text, m.conversation_id, m.idx);

@@ -110,6 +110,8 @@ export interface DaemonStorage {
    * commit for its pairs. False when a larger token was claimed already.
    */
   claimPartition?(partition: number, token: number): Promise<boolean>;
+  /** Cluster mode (PostgreSQL): the agents and subscriptions now, read without touching the schema (another node changed them). */
+  readState?(): Promise<StoredStartupState>;
   close(): Promise<void>;
 }
 

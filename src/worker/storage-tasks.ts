@@ -50,6 +50,9 @@ export default async function handle(task: StorageTask): Promise<unknown> {
     case 'claim_partition':
       if (s.claimPartition === undefined) throw new Error('this store cannot hold cluster fences (cluster mode needs PostgreSQL)');
       return s.claimPartition(task.partition, task.token);
+    case 'read_state':
+      if (s.readState === undefined) throw new Error('this store is not shared by cluster nodes (cluster mode needs PostgreSQL)');
+      return s.readState();
     case 'close':
       storage = null;
       await s.close();

@@ -162,7 +162,7 @@ describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
       takeovers.push(Math.round(performance.now() - killedAt));
       await settled(survivors);
       if (round === 0) {
-        // get_stats and `agentctl cluster` on a node that stays: the dead node is known, not live, owns nothing, its lease older than lease_ms.
+        // get_stats and `agentctl cluster` on a node that stays: the dead node is known, not live, owns nothing, its lease older than 0.8 of lease_ms.
         const survivor = slots[1]!;
         const s = await clusterStats(survivor.client);
         const share = assignPartitions(PARTITIONS, ['b', 'c']);
@@ -172,7 +172,7 @@ describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
           ['b', true, share.filter((o) => o === 'b').length],
           ['c', true, share.filter((o) => o === 'c').length],
         ]);
-        expect(s.nodes[0]!.lease_age_ms).toBeGreaterThanOrEqual(LEASE_MS);
+        expect(s.nodes[0]!.lease_age_ms).toBeGreaterThanOrEqual(LEASE_MS * 0.8); // others count a node gone after 0.8 of lease_ms (leases.ts GONE_AFTER)
         expect(s.nodes[1]!.lease_age_ms).toBeLessThan(LEASE_MS);
         expect(s.lease_left_ms).toBeGreaterThan(0);
         expect(s.forwarded).toBeGreaterThan(0);

@@ -26,6 +26,27 @@ describe('ChainBudget', () => {
     b.settle(chain);
     expect(b.live).toBe(0);
   });
+
+  it('cluster mode: a fire sent to another node carries half of what is left, and the two sides together stay within max', () => {
+    const here = new ChainBudget(10);
+    const there = new ChainBudget(10);
+    const chain = here.begin(0);
+    expect(here.admit(chain)).toBe('ok'); // the fire sent away: 9 left
+    const share = here.carve(chain);
+    expect(share).toBe(4);
+    // Here: 10 - 1 - 4 = 5 more fires.
+    expect(Array.from({ length: 6 }, () => here.admit(chain))).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'first_cut']);
+    // There: the carried chain has its one open turn (the fired one) and fires up to its share.
+    const carried = there.carried(share);
+    expect(Array.from({ length: 5 }, () => there.admit(carried))).toEqual(['ok', 'ok', 'ok', 'ok', 'first_cut']);
+    expect(there.live).toBe(1);
+    for (let i = 0; i < 5; i++) there.turnEnded(carried);
+    expect(there.live).toBe(0);
+    // Nothing left: the share is 0, and a chain carrying 0 fires nothing.
+    expect(here.carve(chain)).toBe(0);
+    const empty = there.carried(0);
+    expect(there.admit(empty)).toBe('first_cut');
+  });
 });
 
 describe('TurnLedger', () => {

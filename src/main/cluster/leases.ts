@@ -6,7 +6,8 @@
  * released). A node's heartbeat is the lease on every partition it owns:
  * nodes never compare wall clocks; each one times the others by when it
  * *received* their last heartbeat (a watch on the bucket), and counts a node
- * whose heartbeat it has not seen for `leaseMs` as gone.
+ * whose heartbeat it has not seen for `GONE_AFTER` of `leaseMs` as gone, so
+ * a dead node's partitions are served again within `leaseMs` of its death.
  *
  * Every node computes the same target owner for each partition from the live
  * set (assignPartitions); a node takes a partition that targets it when the
@@ -18,9 +19,10 @@
  * longer the target (a node joined) stops serving, then releases.
  *
  * A node serves only while its lease is valid: until `LEASE_SAFETY` of
- * `leaseMs` after it *sent* its last acknowledged heartbeat. Others wait a
- * full `leaseMs` from when they *received* it, which is later, so a node cut
- * off from NATS stops serving before anyone can take its partitions over.
+ * `leaseMs` after it *sent* its last acknowledged heartbeat. Others wait
+ * `GONE_AFTER` of `leaseMs` from when they *received* it, which is later and
+ * longer, so a node cut off from NATS stops serving before anyone can take
+ * its partitions over (and the store's fences refuse it if it were late).
  */
 import { EventEmitter } from 'node:events';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -33,6 +35,13 @@ export const DEFAULT_BUCKET = 'agentd_cluster';
 
 /** The share of `leaseMs`, from the send of its last acknowledged heartbeat, a node serves for. */
 const LEASE_SAFETY = 0.6;
+
+/**
+ * The share of `leaseMs` without a heartbeat after which others count a node
+ * as gone: enough after LEASE_SAFETY for a cut-off node to have stopped, and
+ * early enough that the takeover round ends within `leaseMs` of a death.
+ */
+const GONE_AFTER = 0.8;
 
 /** Heartbeats per lease; ownership rounds run as often (sooner when another node's lease is about to run out), on a timer of their own. */
 const HEARTBEATS_PER_LEASE = 4;
@@ -138,7 +147,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     const now = performance.now();
     const live: string[] = [];
     for (const [name, seen] of this.#nodes) {
-      if (name === this.node ? now < this.#validUntil : now - seen.at < this.leaseMs) live.push(name);
+      if (name === this.node ? now < this.#validUntil : now - seen.at < this.leaseMs * GONE_AFTER) live.push(name);
     }
     return live.sort();
   }
@@ -305,7 +314,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     const now = performance.now();
     let delay = this.leaseMs / HEARTBEATS_PER_LEASE;
     for (const [name, seen] of this.#nodes) {
-      const left = seen.at + this.leaseMs - now;
+      const left = seen.at + this.leaseMs * GONE_AFTER - now;
       if (name !== this.node && left >= 0) delay = Math.min(delay, left + 1);
     }
     return delay;

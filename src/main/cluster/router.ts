@@ -99,6 +99,26 @@ export class ClusterNode {
     return 2 * this.settings.lease_ms + 1_000;
   }
 
+  /** How long a request (or a fired subscription) waits for its partition's owner. */
+  get holdMs(): number {
+    return this.#holdMs;
+  }
+
+  /** The NATS connection (the agents' and the bus's messages share it). */
+  get nc(): NatsConnection {
+    return this.#nc;
+  }
+
+  /** Whether this node holds the partition's lease now. */
+  holds(partition: number): boolean {
+    return this.#leases?.tokenOf(partition) != null;
+  }
+
+  /** The nodes whose leases are live (this one included). */
+  liveNodes(): string[] {
+    return this.#leases?.liveNodes() ?? [this.settings.node];
+  }
+
   /** Joins the cluster: leases, then serving the partitions gained. */
   async start(parts: ClusterParts): Promise<void> {
     this.#parts = parts;
@@ -304,9 +324,17 @@ export class ClusterNode {
     parts.local(stand, req, body);
   }
 
+  readonly #onStop: (() => void)[] = [];
+
+  /** Runs `fn` when the node leaves, before NATS closes. */
+  onStop(fn: () => void): void {
+    this.#onStop.push(fn);
+  }
+
   /** Leaves the cluster: releases its partitions and closes NATS. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    for (const fn of this.#onStop) fn();
     if (this.#checkTimer !== null) clearInterval(this.#checkTimer);
     for (const conn of [...this.#pending.keys()]) this.connClosed(conn);
     this.#server?.close();

@@ -254,8 +254,10 @@ export class ClusterNode {
         done();
         if (err.reason === 'unserved' && !sentFrames && performance.now() < deadline && !this.#stopping) return this.#hold(from, req, body, partition, deadline);
         let message = err.reason === 'unserved' ? `no cluster node serves this conversation's partition ${partition} now (it is changing hands); try again` : err.message;
-        if (err.reason === 'lost' && call?.owner === null && ownerAtSend !== null && ownerAtSend !== this.settings.node && !this.#leases!.liveNodes().includes(ownerAtSend)) {
-          message = `cluster node ${ownerAtSend} failed (its lease ran out) before accepting this request; whether the turn was stored is unknown: read the conversation's history`;
+        if (err.reason === 'lost' && call?.owner === null && ownerAtSend !== null && ownerAtSend !== this.settings.node) {
+          // Name the node it went to. Live again here means it died and came back under its name before the accept timeout.
+          const why = this.#leases!.liveNodes().includes(ownerAtSend) ? `did not accept it: ${err.message}` : 'its lease ran out';
+          message = `cluster node ${ownerAtSend} failed (${why}) before accepting this request; whether the turn was stored is unknown: read the conversation's history`;
         }
         from.reply(req, { error: { code: Code.ShuttingDown, message } });
       },

@@ -6,6 +6,7 @@
 import { isPlainMap } from './args.ts';
 import { AgentdError, Code } from './errors.ts';
 import { HARNESS_NAME_RULE, isHarnessModuleName } from './harness-module.ts';
+import { withoutPassword } from './redact.ts';
 import { DEFAULT_PARTITIONS, NODE_NAME } from './partitions.ts';
 import type { StoreLocation } from './store-location.ts';
 
@@ -536,7 +537,7 @@ export function validateClusterSettings(raw: unknown, source: string, store: Sto
       // reported below
     }
     if (url === null || (url.protocol !== 'nats:' && url.protocol !== 'tls:') || url.hostname === '') {
-      throw new ConfigError(source, 'cluster.nats', `must be nats://HOST:PORT (or tls://), several separated by commas; got ${JSON.stringify(u)}`);
+      throw new ConfigError(source, 'cluster.nats', `must be nats://HOST:PORT (or tls://), several separated by commas; got ${JSON.stringify(withoutPassword(u))}`);
     }
   }
   const node = string(raw.node, source, 'cluster.node', false);

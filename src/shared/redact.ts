@@ -154,3 +154,19 @@ export function secretValues<P extends ProviderSecrets>(
   }
   return out;
 }
+
+/**
+ * A URL as a message or a log line may show it: its password (a store's or
+ * NATS's `user:password@`) replaced; a string that does not parse as a URL
+ * is not shown at all, since where its password sits cannot be told.
+ */
+export function withoutPassword(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return '(a URL that does not parse)';
+  }
+  if (url.password !== '') url.password = '***';
+  return url.toString();
+}

@@ -6,6 +6,7 @@
  */
 import { isAbsolute, join } from 'node:path';
 import { ConfigError } from './config.ts';
+import { withoutPassword } from './redact.ts';
 
 export type StoreLocation = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -47,7 +48,5 @@ export function parseStoreUrl(value: string, home: string, source: string, field
 /** The location as a log line may show it: never a PostgreSQL password. */
 export function describeStore(store: StoreLocation): string {
   if (store.kind === 'sqlite') return `sqlite:${store.path}`;
-  const url = new URL(store.url);
-  if (url.password !== '') url.password = '***';
-  return url.toString();
+  return withoutPassword(store.url);
 }

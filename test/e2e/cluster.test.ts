@@ -296,4 +296,15 @@ describe('cluster mode: refused without a shared store', () => {
     expect(r2.code).not.toBe(0);
     expect(r2.stderr).toMatch(/cluster\.node is required/);
   });
+
+  it('never shows a NATS password: not when NATS cannot be reached, not when the URL is refused', async () => {
+    const store = ['--store', 'postgres://127.0.0.1:1/none', '--node', 'a'];
+    const unreachable = await runAgentd(['--home', makeHome(), '--cluster', 'nats://agentd:s3cretpw@127.0.0.1:1', ...store]);
+    expect(unreachable.code).not.toBe(0);
+    expect(unreachable.stderr).toMatch(/cannot reach NATS at nats:\/\/agentd:\*\*\*@127\.0\.0\.1:1/);
+    const refused = await runAgentd(['--home', makeHome(), '--cluster', 'nats://agentd:s3cretpw@', ...store]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/cluster\.nats must be nats:\/\/HOST:PORT/);
+    for (const r of [unreachable, refused]) expect(r.stderr + r.stdout).not.toContain('s3cretpw');
+  });
 });

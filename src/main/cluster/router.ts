@@ -16,6 +16,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { decodeBody, encodeBody, FLAG_LAST, frameOf, HEADER_BYTES, utf8Text } from '../../shared/codec.ts';
 import { FRAME_FLAGS_OFFSET } from '../../shared/byte-layouts.ts';
+import { withoutPassword } from '../../shared/redact.ts';
 import { Code } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import type { ClusterSettings } from '../../shared/config.ts';
@@ -90,7 +91,7 @@ export class ClusterNode {
     try {
       nc = await connect({ servers: o.settings.nats, name: `agentd-${o.settings.node}`, maxReconnectAttempts: -1 });
     } catch (err) {
-      throw new Error(`cluster: cannot reach NATS at ${o.settings.nats.join(', ')}: ${(err as Error).message}`);
+      throw new Error(`cluster: cannot reach NATS at ${o.settings.nats.map(withoutPassword).join(', ')}: ${(err as Error).message}`);
     }
     return new ClusterNode(o.settings, nc, o.log);
   }

@@ -157,16 +157,19 @@ export function secretValues<P extends ProviderSecrets>(
 
 /**
  * A URL as a message or a log line may show it: its password (a store's or
- * NATS's `user:password@`) replaced; a string that does not parse as a URL
- * is not shown at all, since where its password sits cannot be told.
+ * NATS's `user:password@`) replaced, else unchanged; a string that does not
+ * parse as a URL and holds an "@" is not shown at all, since where its
+ * password sits cannot be told.
  */
 export function withoutPassword(value: string): string {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    return '(a URL that does not parse)';
+    // Without an "@" there is no user:password part to hide.
+    return value.includes('@') ? '(a URL that does not parse)' : value;
   }
-  if (url.password !== '') url.password = '***';
+  if (url.password === '') return value; // as the user wrote it
+  url.password = '***';
   return url.toString();
 }

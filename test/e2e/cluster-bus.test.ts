@@ -9,8 +9,9 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { AgentEvent, AgentdClient } from '../../src/client/index.ts';
-import { assignPartitions, partitionOf } from '../../src/shared/partitions.ts';
 import { collect, testClient, testDaemon, waitFor, waitRunning, type Daemon } from '../helpers/daemon.ts';
+import { assignPartitions, partitionOf } from '../../src/shared/partitions.ts';
+import { keyOwnedBy, settled as settledOn } from '../helpers/cluster.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 import { destroyBucket, NATS_URL, natsUnavailable, ownNatsUnavailable, startOwnNats, testBucket } from '../helpers/nats.ts';
 
@@ -41,26 +42,11 @@ function node(db: TestDatabase, name: string, nodeName: string, extra: Record<st
   });
 }
 
-async function settled(clients: AgentdClient[], names: string[]): Promise<void> {
-  const share = assignPartitions(PARTITIONS, names);
-  await waitFor(async () => {
-    for (const c of clients) {
-      const s = ((await c.request('get_stats', {})).stats as { cluster: { node: string; live_nodes: string[]; served_partitions: number } }).cluster;
-      if (s.live_nodes.join() !== [...names].sort().join()) return false;
-      if (s.served_partitions !== share.filter((n) => n === s.node).length) return false;
-    }
-    return true;
-  }, `partitions spread over ${names.join(', ')}`, 60_000);
-}
+const settled = (clients: AgentdClient[], names: string[]): Promise<void> => settledOn(clients, names, PARTITIONS);
 
 /** An event source whose fired pair (`agent`, `event:<source>`) the spread gives to `owner`. */
-function sourceOwnedBy(owner: string, names: string[], agent: string, tag: string): string {
-  const owners = assignPartitions(PARTITIONS, names);
-  for (let i = 0; ; i++) {
-    const source = `${tag}-${i}`;
-    if (owners[partitionOf(agent, `event:${source}`, PARTITIONS)] === owner) return source;
-  }
-}
+const sourceOwnedBy = (owner: string, names: string[], agent: string, tag: string): string =>
+  keyOwnedBy(owner, names, PARTITIONS, agent, tag, (source) => `event:${source}`);
 
 async function twoNodes(extra: Record<string, unknown> = {}): Promise<[AgentdClient, AgentdClient]> {
   const db = await database();
@@ -74,13 +60,7 @@ async function twoNodes(extra: Record<string, unknown> = {}): Promise<[AgentdCli
 }
 
 /** A sender whose pair with `agent` the spread gives to `owner`. */
-function senderOwnedBy(owner: string, names: string[], agent: string, tag: string): string {
-  const owners = assignPartitions(PARTITIONS, names);
-  for (let i = 0; ; i++) {
-    const sender = `${tag}-${i}`;
-    if (owners[partitionOf(agent, sender, PARTITIONS)] === owner) return sender;
-  }
-}
+const senderOwnedBy = (owner: string, names: string[], agent: string, tag: string): string => keyOwnedBy(owner, names, PARTITIONS, agent, tag);
 
 /** Collects agent events in the background; resolves once subscribe_events is registered (a ping after it is answered after it). */
 /** An observer on `ca`, once node b (which learns of it over NATS) sends it the events of its turns. */

@@ -15,9 +15,9 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { AgentdClient } from '../../src/client/index.ts';
 import { assignPartitions } from '../../src/shared/partitions.ts';
-import type { ClusterStats } from '../../src/shared/wire/ops.ts';
 import { ctl } from '../helpers/cli.ts';
 import { testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { clusterStats } from '../helpers/cluster.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 import { destroyBucket, NATS_URL, natsUnavailable, testBucket } from '../helpers/nats.ts';
 
@@ -52,10 +52,6 @@ interface Pair {
 
 const turnText = (sender: string, t: number): string => `${sender} t${t}${' word'.repeat(TURN_WORDS - 2)}`;
 const turnId = (sender: string, t: number): string => `${sender}-t${t}`;
-
-async function clusterStats(c: AgentdClient): Promise<ClusterStats> {
-  return ((await c.request('get_stats', {})).stats as { cluster: ClusterStats }).cluster;
-}
 
 describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
   it(`kill -9 of a node under load, ${ROUNDS} rounds: no acknowledged turn lost, none duplicated, none out of order`, async () => {

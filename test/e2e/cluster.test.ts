@@ -11,8 +11,8 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { AgentdClient } from '../../src/client/index.ts';
-import { assignPartitions, partitionOf } from '../../src/shared/partitions.ts';
 import { collect, makeHome, runAgentd, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { clusterStats, keyOwnedBy, settled as settledOn } from '../helpers/cluster.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 import { destroyBucket, NATS_URL, natsUnavailable, testBucket } from '../helpers/nats.ts';
 
@@ -24,15 +24,6 @@ const LEASE_MS = 2_000;
 const AGENTS = { assistant: { model: 'echo' }, slow: { model: 'echo', echo: { delay_ms: 20 } } };
 /** Each test starts two or three daemons; on a loaded 2-core machine a start alone can take 20 s. */
 const SLOW = 180_000;
-
-interface ClusterStats {
-  node: string;
-  live_nodes: string[];
-  served_partitions: number;
-  forwarded: number;
-  served_for_others: number;
-  held: number;
-}
 
 async function database(): Promise<TestDatabase> {
   const db = await createTestDatabase();
@@ -54,31 +45,11 @@ function node(db: TestDatabase, name: string, nodeName: string): Promise<Daemon>
   });
 }
 
-async function clusterStats(c: AgentdClient): Promise<ClusterStats> {
-  return ((await c.request('get_stats', {})).stats as { cluster: ClusterStats }).cluster;
-}
-
 /** Waits until every node sees all of them and serves its even share (the spread the nodes compute). */
-async function settled(clients: AgentdClient[], names: string[]): Promise<void> {
-  const share = assignPartitions(PARTITIONS, names);
-  await waitFor(async () => {
-    for (const c of clients) {
-      const s = await clusterStats(c);
-      if (s.live_nodes.join() !== [...names].sort().join()) return false;
-      if (s.served_partitions !== share.filter((n) => n === s.node).length) return false;
-    }
-    return true;
-  }, `partitions spread over ${names.join(', ')}`, 60_000);
-}
+const settled = (clients: AgentdClient[], names: string[]): Promise<void> => settledOn(clients, names, PARTITIONS);
 
 /** A sender whose pair with `agent` the spread gives to `owner`. */
-function senderOwnedBy(owner: string, names: string[], agent: string, tag: string): string {
-  const owners = assignPartitions(PARTITIONS, names);
-  for (let i = 0; ; i++) {
-    const sender = `${tag}-${i}`;
-    if (owners[partitionOf(agent, sender, PARTITIONS)] === owner) return sender;
-  }
-}
+const senderOwnedBy = (owner: string, names: string[], agent: string, tag: string): string => keyOwnedBy(owner, names, PARTITIONS, agent, tag);
 
 type History = { messages: { role: string; content: string }[] };
 

@@ -34,6 +34,7 @@ import {
   type FrameBatch,
   type ShardInit,
   type StalledTurn,
+  type StopRequest,
   type ToShard,
   type TurnFinished,
   type TurnRequest,
@@ -116,6 +117,9 @@ const key = (conn: number, req: number): string => `${conn}:${req}`;
  * about 9-10x with 12 MiB.
  */
 const SHARD_YOUNG_GENERATION_MB = 12;
+
+/** How long a shard may take to close its store at shutdown before it is terminated anyway. */
+const STOP_TIMEOUT_MS = 5_000;
 
 export class ShardPool {
   readonly count: number;
@@ -266,7 +270,7 @@ export class ShardPool {
     this.#closing = true;
     this.#watchdog.stop();
     this.#flushAll();
-    await Promise.all(this.#shards.map((s) => s.worker?.terminate()));
+    await Promise.all(this.#shards.map((s) => (s.worker === null ? undefined : stopShard(s.worker))));
   }
 
   #enqueue(s: ShardThread, ...msgs: ToShard[]): void {
@@ -305,6 +309,7 @@ export class ShardPool {
       let ready = false;
       worker.on('message', (msg: FromShard) => {
         if (msg.type === 'frames') return this.#onBatch(shard, msg, outputs);
+        if (msg.type === 'stopped') return; // stopShard's own listener acts on it
         ready = true;
         if (!this.#closing && shard.generation === generation) this.#watchdog.watch(shard.index, shard.cells);
         resolve();
@@ -430,4 +435,18 @@ export class ShardPool {
     if (this.#inflightCount === 0) this.#wakeIdle();
     return stalled;
   }
+}
+
+/** Asks a shard to close its store, and terminates it once it has, or has exited, or after STOP_TIMEOUT_MS. */
+async function stopShard(worker: Worker): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const stopped = new Promise<void>((resolve) => {
+    worker.on('message', (msg: FromShard) => msg.type === 'stopped' && resolve());
+    worker.once('exit', () => resolve());
+    timer = setTimeout(resolve, STOP_TIMEOUT_MS);
+  });
+  worker.postMessage({ type: 'stop' } satisfies StopRequest);
+  await stopped;
+  clearTimeout(timer);
+  await worker.terminate();
 }

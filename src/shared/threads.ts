@@ -181,6 +181,15 @@ export interface ShutdownRequest {
   type: 'shutdown';
 }
 
+/**
+ * The last message a shard gets, after shutdown's grace: close the store (a
+ * PostgreSQL pool says goodbye to the server instead of vanishing), then answer
+ * `stopped`. Main terminates the thread after that, or after a bound.
+ */
+export interface StopRequest {
+  type: 'stop';
+}
+
 export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | ShutdownRequest | DropPartition;
 
 export type { ActiveConversation };
@@ -242,7 +251,11 @@ export interface ShardReady {
   type: 'ready';
 }
 
-export type FromShard = FrameBatch | ShardReady;
+export interface ShardStopped {
+  type: 'stopped';
+}
+
+export type FromShard = FrameBatch | ShardReady | ShardStopped;
 
 export interface SubscriptionRecord {
   id: number;

@@ -6,7 +6,7 @@
  * main, and sends back batches of ready-encoded frames.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { FromShard, ShardInit, ToShard } from '../shared/threads.ts';
+import type { FromShard, ShardInit, StopRequest, ToShard } from '../shared/threads.ts';
 import { createLogger } from '../shared/log.ts';
 import { decodeTurnContent } from '../shared/codec.ts';
 import { Outbox } from './outbox.ts';
@@ -45,9 +45,18 @@ startHeartbeat(init.heartbeat, init.heartbeatMs);
 // listener below is added): the pair's next turn must see how the stalled one ended.
 if (store !== null) await recordStalledTurns(store, init.stalled, log);
 
-port.on('message', (batch: ToShard[] | WriterPortMessage) => {
-  // Main replaced the turn writer: batches waiting on the old one have failed already.
-  if (!Array.isArray(batch)) return writer?.attach(batch.port);
+/** Shutdown's last step: the store closes (a PostgreSQL pool ends its sessions), then main may terminate the thread. */
+async function stop(): Promise<void> {
+  await store?.close().catch((err: unknown) => log.warn({ err: String(err) }, 'closing the store at shutdown failed'));
+  port.postMessage({ type: 'stopped' } satisfies FromShard);
+}
+
+port.on('message', (batch: ToShard[] | WriterPortMessage | StopRequest) => {
+  if (!Array.isArray(batch)) {
+    if (batch.type === 'stop') return void stop();
+    // Main replaced the turn writer: batches waiting on the old one have failed already.
+    return writer?.attach(batch.port);
+  }
   for (const msg of batch) {
     if (msg.type === 'turn') decodeTurnContent(msg); // a big content arrives as bytes main left undecoded
     if (init.crashToken !== null && msg.type === 'turn' && msg.content === init.crashToken) {

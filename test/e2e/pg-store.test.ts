@@ -9,6 +9,7 @@ import type { AgentdClient } from '../../src/client/index.ts';
 import { PG_SCHEMA_VERSION } from '../../src/worker/pg-schema.ts';
 import { collect, makeHome, runAgentd, startDaemon, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
+import { startPgProxy } from '../helpers/pg-proxy.ts';
 
 const CONFIG = { agents: { assistant: { model: 'echo' } } };
 type History = { title: string; messages: { role: string; content: string }[] };
@@ -92,5 +93,22 @@ describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(new RegExp(`schema version ${PG_SCHEMA_VERSION + 1}, newer than this agentd understands`));
     expect(await db.query('SELECT (SELECT count(*) FROM messages) AS messages, (SELECT max(version) FROM agentd_schema) AS version')).toEqual(before);
+  }, SLOW);
+
+  it('a stopped daemon ends every PostgreSQL session it opened with a goodbye, shards and storage threads alike', async () => {
+    const db = await database();
+    const proxy = await startPgProxy(db.url);
+    onTestFinished(() => proxy.close());
+    const d = await testDaemon({ config: CONFIG, args: ['--store', proxy.url, '--workers', '2'] });
+    const c = await testClient(d);
+    // Senders on both shards, so each shard has opened connections of its own.
+    await Promise.all(Array.from({ length: 8 }, (_, i) => c.send('assistant', `hello ${i}`, { sender: `s${i}` })));
+    await c.close();
+    expect(proxy.open()).toBeGreaterThan(2);
+    expect((await d.stop()).code).toBe(0);
+    await waitFor(() => proxy.open() === 0, 'the relay to see every session end');
+    const ended = proxy.ended();
+    expect(ended.length).toBeGreaterThan(2);
+    expect(ended.filter((goodbye) => !goodbye)).toEqual([]);
   }, SLOW);
 });

@@ -13,10 +13,12 @@ import type { StoreLocation } from '../shared/store-location.ts';
 
 export class StoragePool {
   readonly #pool: Piscina;
+  readonly #threads: number;
   readonly store: StoreLocation;
 
   constructor(threads: number, init: StorageInit, onError: (err: unknown) => void) {
     this.store = init.store;
+    this.#threads = threads;
     this.#pool = new Piscina({
       filename: workerScript('storage-tasks'),
       minThreads: threads,
@@ -87,8 +89,10 @@ export class StoragePool {
   async close(): Promise<void> {
     this.#stopTimers();
     if (this.#maintenance !== null) clearInterval(this.#maintenance);
-    // The shards are gone by now: the store folds up (SQLite: the WAL goes back into the database file).
-    await this.run({ op: 'close' }).catch(() => {});
+    // The shards are gone by now: every thread's store closes (SQLite: the WAL goes back into the database file).
+    const barrier = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
+    const closes = Array.from({ length: this.#threads }, () => this.run({ op: 'close', barrier, threads: this.#threads }).catch(() => {}));
+    await Promise.all(closes);
     await this.#pool.destroy();
   }
 

@@ -296,8 +296,12 @@ export type StorageTask =
   | { op: 'maintain'; walMaxBytes: number }
   /** Indexes up to `limit` committed messages for search; answers how many it read (SQLite: search-index.ts). */
   | { op: 'index_messages'; limit: number }
-  /** At shutdown, once no shard is left: the thread's store closes (SQLite: folds and empties the WAL first). */
-  | { op: 'close' }
+  /**
+   * At shutdown, once no shard is left: the thread's store closes (SQLite:
+   * folds and empties the WAL first). One per thread: each waits at `barrier`
+   * (a counter) until `threads` have arrived, so no thread takes two.
+   */
+  | { op: 'close'; barrier: SharedArrayBuffer; threads: number }
   /** Cluster mode: raises a partition's fence to `token` (DaemonStorage.claimPartition); answers whether it now holds exactly `token`. */
   | { op: 'claim_partition'; partition: number; token: number }
   /** Cluster mode: the agents and subscriptions as the shared store holds them now (DaemonStorage.readState); `seededNow` is false. */

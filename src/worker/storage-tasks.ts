@@ -24,7 +24,33 @@ function opened(): Promise<DaemonStorage> {
   return storage;
 }
 
+/** How long a closing thread waits for the others to take their close task (one may be busy with a search). */
+const CLOSE_BARRIER_MS = 2_000;
+
+/** Counts this thread in at the barrier and waits (blocking: the thread has nothing else to do) until all have arrived, or the bound. */
+function arriveAndWait(barrier: SharedArrayBuffer, threads: number): void {
+  const count = new Int32Array(barrier);
+  Atomics.add(count, 0, 1);
+  Atomics.notify(count, 0);
+  const deadline = Date.now() + CLOSE_BARRIER_MS;
+  for (let seen = Atomics.load(count, 0); seen < threads; seen = Atomics.load(count, 0)) {
+    const left = deadline - Date.now();
+    if (left <= 0) return;
+    Atomics.wait(count, 0, seen, left);
+  }
+}
+
+async function close(barrier: SharedArrayBuffer, threads: number): Promise<null> {
+  arriveAndWait(barrier, threads);
+  const s = storage;
+  storage = null;
+  // A thread that never opened its store has nothing to close.
+  if (s !== null) await (await s).close();
+  return null;
+}
+
 export default async function handle(task: StorageTask): Promise<unknown> {
+  if (task.op === 'close') return close(task.barrier, task.threads);
   const s = await opened();
   switch (task.op) {
     case 'prepare':
@@ -53,9 +79,5 @@ export default async function handle(task: StorageTask): Promise<unknown> {
     case 'read_state':
       if (s.readState === undefined) throw new Error('this store is not shared by cluster nodes (cluster mode needs PostgreSQL)');
       return s.readState();
-    case 'close':
-      storage = null;
-      await s.close();
-      return null;
   }
 }

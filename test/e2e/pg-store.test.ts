@@ -95,7 +95,7 @@ describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
     expect(await db.query('SELECT (SELECT count(*) FROM messages) AS messages, (SELECT max(version) FROM agentd_schema) AS version')).toEqual(before);
   }, SLOW);
 
-  it('a stopped daemon ends every PostgreSQL session it opened with a goodbye, shards and storage threads alike', async () => {
+  it('a stopped daemon ends every PostgreSQL session it opened with a goodbye, shards and every storage thread alike', async () => {
     const db = await database();
     const proxy = await startPgProxy(db.url);
     onTestFinished(() => proxy.close());
@@ -103,6 +103,8 @@ describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
     const c = await testClient(d);
     // Senders on both shards, so each shard has opened connections of its own.
     await Promise.all(Array.from({ length: 8 }, (_, i) => c.send('assistant', `hello ${i}`, { sender: `s${i}` })));
+    // Lists at once: each storage thread takes some, and opens connections of its own.
+    await Promise.all(Array.from({ length: 16 }, () => c.request('list_conversations', {})));
     await c.close();
     expect(proxy.open()).toBeGreaterThan(2);
     expect((await d.stop()).code).toBe(0);

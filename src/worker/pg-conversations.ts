@@ -26,6 +26,11 @@ interface ConversationRow {
 
 const MESSAGE_COLUMNS = 'role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason';
 
+/** load()'s query, prepared once per connection. */
+const LOAD = `SELECT c.id, c.title, c.created_at, c.summary, c.summary_upto, c.message_count, ${MESSAGE_COLUMNS.split(', ').map((col) => `m.${col}`).join(', ')}
+  FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id AND m.idx >= c.summary_upto
+  WHERE c.agent = $1 AND c.sender = $2 ORDER BY m.idx`;
+
 export class PgConversationStorage implements ConversationStorage {
   readonly #pool: pg.Pool;
   /** Cluster mode: the tokens this node holds, checked by every write (pg-fences.ts). Null on a single node. */
@@ -71,12 +76,7 @@ export class PgConversationStorage implements ConversationStorage {
 
   /** The row and its recent messages in one round trip: one row per message (the conversation's columns repeated), or one with no message. */
   async load(agent: string, sender: string): Promise<StoredConversation | null> {
-    const r = await this.#pool.query<ConversationRow & { [K in keyof MessageRow]: MessageRow[K] | null }>(
-      `SELECT c.id, c.title, c.created_at, c.summary, c.summary_upto, c.message_count, ${MESSAGE_COLUMNS.split(', ').map((col) => `m.${col}`).join(', ')}
-       FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id AND m.idx >= c.summary_upto
-       WHERE c.agent = $1 AND c.sender = $2 ORDER BY m.idx`,
-      [agent, sender],
-    );
+    const r = await this.#pool.query<ConversationRow & { [K in keyof MessageRow]: MessageRow[K] | null }>({ name: 'agentd_load', text: LOAD, values: [agent, sender] });
     const c = r.rows[0];
     if (c === undefined) return null;
     return {
@@ -103,10 +103,11 @@ export class PgConversationStorage implements ConversationStorage {
   }
 
   async outcome(conversationId: number, turnId: string): Promise<TurnOutcome | null> {
-    const r = await this.#pool.query<OutcomeRow>(
-      'SELECT agent, model, stop_reason, error, usage, final_text FROM turn_outcomes WHERE conversation_id = $1 AND turn_id = $2',
-      [conversationId, turnId],
-    );
+    const r = await this.#pool.query<OutcomeRow>({
+      name: 'agentd_outcome',
+      text: 'SELECT agent, model, stop_reason, error, usage, final_text FROM turn_outcomes WHERE conversation_id = $1 AND turn_id = $2',
+      values: [conversationId, turnId],
+    });
     const o = r.rows[0];
     return o === undefined ? null : toOutcome(turnId, o);
   }

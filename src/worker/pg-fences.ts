@@ -32,5 +32,5 @@ export async function claimFence(pool: pg.Pool, partition: number, token: number
 
 /** Queues the fence check on the transaction's connection (pipelined with what follows); its promise rejects when fenced. */
 export function checkFence(client: PoolClient, fence: Fence): Promise<unknown> {
-  return client.query('SELECT agentd_check_fence($1, $2)', [fence.partition, fence.token]);
+  return client.query({ name: 'agentd_check_fence', text: 'SELECT agentd_check_fence($1, $2)', values: [fence.partition, fence.token] });
 }

@@ -14,6 +14,8 @@ const MAX_BYTES_PER_UNIT = 3;
 export class Utf8Scratch {
   #buf: Buffer | null = null;
   #len = 0;
+  /** A trailing high surrogate kept for the next delta (see add). */
+  #held = '';
   readonly #full: (joined: string) => void;
 
   /** `full` receives the joined text whenever the scratch fills (and on take). */
@@ -21,18 +23,27 @@ export class Utf8Scratch {
     this.#full = full;
   }
 
+  /** Bytes collected, counting a held-back half of a surrogate pair. */
   get bytes(): number {
-    return this.#len;
+    return this.#len + this.#held.length;
   }
 
-  add(s: string): void {
+  add(delta: string): void {
+    let s = this.#held === '' ? delta : this.#held + delta;
+    this.#held = '';
+    // A high surrogate at the end may be half of a pair the next delta completes: UTF-8 cannot hold it alone.
+    if (isHighSurrogate(s.charCodeAt(s.length - 1))) {
+      this.#held = s.slice(-1);
+      s = s.slice(0, -1);
+      if (s === '') return;
+    }
     if (s.length * MAX_BYTES_PER_UNIT > SCRATCH_BYTES) {
-      this.take();
+      this.#flush();
       this.#full(s);
       return;
     }
     const need = this.#len + s.length * MAX_BYTES_PER_UNIT;
-    if (need > SCRATCH_BYTES) this.take();
+    if (need > SCRATCH_BYTES) this.#flush();
     const buf = this.#room(this.#len + s.length * MAX_BYTES_PER_UNIT);
     this.#len += buf.write(s, this.#len, 'utf8');
   }
@@ -47,11 +58,26 @@ export class Utf8Scratch {
     return grown;
   }
 
-  /** Hands what is collected to `full`; nothing when empty. */
+  /** Hands what is collected to `full`, a held-back surrogate included; nothing when empty. */
   take(): void {
+    if (this.#held !== '') {
+      const held = this.#held;
+      this.#held = '';
+      this.#flush();
+      this.#full(held);
+      return;
+    }
+    this.#flush();
+  }
+
+  #flush(): void {
     if (this.#len === 0) return;
     const joined = this.#buf!.toString('utf8', 0, this.#len);
     this.#len = 0;
     this.#full(joined);
   }
+}
+
+function isHighSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdbff;
 }

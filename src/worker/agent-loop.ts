@@ -86,7 +86,7 @@ async function streamStep(input: LoopInput, produced: readonly Message[], segmen
     switch (ev.type) {
       case 'text':
         segments.open('text');
-        stepText.append(ev.delta);
+        stepText.append(ev.delta, ev.whole);
         emit('chunk', { content: ev.delta });
         break;
       case 'thinking':

@@ -28,7 +28,13 @@ export interface ToolSpec {
 }
 
 export type ModelEvent =
-  | { type: 'text'; delta: string }
+  /**
+   * `whole`, on a step's first delta only: the whole text this step's deltas
+   * will add up to, when the model holds it already (echo). The loop then
+   * keeps that string instead of a copy of every delta; a delta that does not
+   * continue it is copied as usual.
+   */
+  | { type: 'text'; delta: string; whole?: string }
   | { type: 'thinking'; delta: string }
   | { type: 'tool_call'; call: ToolCall }
   | { type: 'usage'; usage: Usage };

@@ -34,22 +34,40 @@ const NON_ASCII = /[^\u0000-\u007f]/;
 /** unicode61's token characters: letters, numbers, private use; everything else separates. */
 const TOKEN = /[\p{L}\p{N}\p{Co}]+/gu;
 
-/** unicode61 with remove_diacritics: tokens lower-cased, Latin diacritics removed. */
-export function tokens(text: string): string[] {
-  const folded = NON_ASCII.test(text) ? text.normalize('NFD').replace(LATIN_DIACRITICS, '').normalize('NFC') : text;
-  return folded.toLowerCase().match(TOKEN) ?? [];
+/** The text tokens are read from: Latin diacritics removed, lower-cased. */
+function folded(text: string): string {
+  return (NON_ASCII.test(text) ? text.normalize('NFD').replace(LATIN_DIACRITICS, '').normalize('NFC') : text).toLowerCase();
 }
 
-/** How often the token sequence `phrase` occurs in `toks`. */
-function occurrences(toks: readonly string[], phrase: readonly string[]): number {
-  if (phrase.length === 0) return 0;
-  let n = 0;
-  for (let i = 0; i + phrase.length <= toks.length; i++) {
-    let j = 0;
-    while (j < phrase.length && toks[i + j] === phrase[j]) j++;
-    if (j === phrase.length) n++;
+/** unicode61 with remove_diacritics: tokens lower-cased, Latin diacritics removed. */
+export function tokens(text: string): string[] {
+  return folded(text).match(TOKEN) ?? [];
+}
+
+/**
+ * How often each token sequence of `phrases` occurs in `text`, and how many
+ * tokens it has; tokens are read one at a time (an array of a 16 MiB
+ * message's 8M tokens would cost many times the message).
+ */
+function countPhrases(text: string, phrases: readonly (readonly string[])[]): { length: number; counts: number[] } {
+  const counts = phrases.map(() => 0);
+  const span = Math.max(0, ...phrases.map((p) => p.length));
+  // The last `span` tokens, oldest first at `length % span`.
+  const recent: string[] = new Array<string>(span);
+  const source = folded(text);
+  const token = new RegExp(TOKEN.source, TOKEN.flags);
+  let length = 0;
+  for (let m = token.exec(source); m !== null; m = token.exec(source)) {
+    if (span > 0) recent[length % span] = m[0];
+    length++;
+    phrases.forEach((phrase, i) => {
+      if (phrase.length === 0 || phrase.length > length) return;
+      const first = length - phrase.length;
+      for (let j = 0; j < phrase.length; j++) if (recent[(first + j) % span] !== phrase[j]) return;
+      counts[i]!++;
+    });
   }
-  return n;
+  return { length, counts };
 }
 
 /** Reads a SQLite varint (as FTS5 writes them) at `at`; returns the value and the next offset. */
@@ -111,13 +129,13 @@ export class Bm25Stats {
     });
     const weights = this.#weights;
     return (texts) => {
-      const columns = texts.map(tokens);
+      const columns = texts.map((text) => countPhrases(text, phrases));
       let length = 0;
       for (const c of columns) length += c.length;
       let score = 0;
-      phrases.forEach((phrase, i) => {
+      phrases.forEach((_, i) => {
         let freq = 0;
-        for (let c = 0; c < columns.length; c++) freq += weights[c]! * occurrences(columns[c]!, phrase);
+        for (let c = 0; c < columns.length; c++) freq += weights[c]! * columns[c]!.counts[i]!;
         score += idf[i]! * ((freq * (K1 + 1)) / (freq + K1 * (1 - B + (B * length) / avgdl)));
       });
       return score;

@@ -98,6 +98,13 @@ export class PgConversationStorage implements ConversationStorage {
     return this.#messagesFrom(id, 0);
   }
 
+  /**
+   * One group commit at a time, keeping the pool's other connection for
+   * loads: each commit then carries every turn that finished during the one
+   * before, instead of many small transactions queueing for connections.
+   */
+  readonly commitsInFlight = 1;
+
   writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
     return writeTurnGroup(this.#pool, turns, this.#fences);
   }

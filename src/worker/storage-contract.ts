@@ -77,6 +77,12 @@ export interface ConversationStorage {
    * the result holds, per turn, its error or null.
    */
   writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]>;
+  /**
+   * How many `writeTurns` may be under way at once; turns finishing meanwhile
+   * wait and go together in the next. Absent: no bound (the store batches
+   * itself, as SQLite's turn writer thread does).
+   */
+  readonly commitsInFlight?: number;
   /** The stored outcome of the conversation's turn named `turnId`, if there is one. */
   outcome(conversationId: number, turnId: string): Promise<TurnOutcome | null>;
   setSummary(id: number, summary: string, upto: number): Promise<void>;

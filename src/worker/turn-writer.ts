@@ -9,7 +9,9 @@
  *
  * How a backend commits lives behind `writeTurns` (SQLite: the batch goes to
  * the turn writer thread, which commits it in one transaction with what the
- * other shards sent meanwhile, see group-commit.ts).
+ * other shards sent meanwhile, see group-commit.ts). A store that bounds its
+ * commits in flight (PostgreSQL: one) gets the turns that finished meanwhile
+ * as one batch when its commit returns.
  */
 import type { Message } from './models/types.ts';
 import type { ConversationRef, ConversationStorage, TurnOutcome, TurnRecord } from './storage-contract.ts';
@@ -23,6 +25,7 @@ export class TurnWriter {
   readonly #storage: ConversationStorage;
   #pending: Pending[] = [];
   #scheduled = false;
+  #inFlight = 0;
   readonly #flush = (): void => this.flush();
 
   constructor(storage: ConversationStorage) {
@@ -42,10 +45,18 @@ export class TurnWriter {
 
   flush(): void {
     this.#scheduled = false;
-    if (this.#pending.length === 0) return;
+    if (this.#pending.length === 0 || this.#inFlight >= (this.#storage.commitsInFlight ?? Infinity)) return;
     const batch = this.#pending;
     this.#pending = [];
-    this.#storage.writeTurns(batch).then(
+    this.#inFlight++;
+    const written = this.#storage.writeTurns(batch);
+    // What finished during this commit goes in the next one.
+    const next = (): void => {
+      this.#inFlight--;
+      this.flush();
+    };
+    written.then(next, next);
+    written.then(
       (outcomes) => {
         batch.forEach((p, i) => {
           const err = outcomes[i];

@@ -47,8 +47,9 @@ describe('memory after a big turn', () => {
     const baseline = await heldBytes(probe.dir);
     await bigTurn(c, 'big');
     const held = await heldBytes(probe.dir);
-    // The measure sees the conversation: it keeps the request and the answer (one byte a character each).
-    expect(held - baseline).toBeGreaterThan(1.5 * SIZE);
+    // The measure sees the conversation: it keeps the request, one byte a character (and the answer, which
+    // the echo model hands over as that same string).
+    expect(held - baseline).toBeGreaterThan(0.75 * SIZE);
     await c.request('delete_conversation', { agent: 'assistant', sender: 'big' });
     await c.send('assistant', 'a small turn after', { sender: 'other' });
     const after = await heldFallsTo(probe.dir, baseline + RETURNED_WITHIN);

@@ -115,6 +115,11 @@ const MIGRATIONS: readonly string[] = [
     WHERE message_id > (SELECT COALESCE(MAX(id), 0) FROM messages);
   END;
   `,
+  // 6: searches and lists narrowed by sender alone find its conversations without reading them all
+  // (the (agent, sender) key serves only filters that name the agent).
+  `
+  CREATE INDEX conversations_sender ON conversations (sender);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

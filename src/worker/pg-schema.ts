@@ -106,6 +106,11 @@ const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // 3: searches and lists narrowed by sender alone find its conversations without reading them all
+  // (the (agent, sender) key serves only filters that name the agent).
+  `
+  CREATE INDEX conversations_sender ON conversations (sender);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

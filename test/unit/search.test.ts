@@ -30,6 +30,11 @@ const q = (query: string, o: Partial<SearchOptions> = {}) =>
   search.search({ query, limit: 5, contextBefore: 4, contextAfter: 4, agent: null, sender: null, ...o });
 
 describe('session search', () => {
+  it('a filter by sender alone finds its conversations through an index, not by reading them all', () => {
+    const plan = db.prepare('EXPLAIN QUERY PLAN SELECT message_count FROM conversations WHERE sender = ?').all('bob') as { detail: string }[];
+    expect(plan.map((p) => p.detail).join('\n')).toMatch(/USING (COVERING )?INDEX conversations_sender/);
+  });
+
   it('finds one hit per conversation, best first', () => {
     conversation('a', 'one', [user('the kiwi is a bird'), assistant('yes'), user('kiwi kiwi kiwi'), assistant('ok')]);
     conversation('a', 'two', [user('a long message about many things and once a kiwi somewhere in it among other words'), assistant('fine')]);

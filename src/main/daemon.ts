@@ -237,7 +237,9 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   };
   const chainCut = (sub: SubscriptionInfo, max: number): void => agentEvents([sub.target_agent], [chainCutEvent(sub, max)]);
   const busCluster = cluster === null ? undefined : { changed: () => sync?.subscriptionsChanged() };
-  const bus = new EventBus({ storage, log, fire, maxChainTurns: config.maxChainTurns, chainCut, maxSubscriptions: config.maxSubscriptions, cluster: busCluster }, startup.subscriptions);
+  const doneWatchChanged = (watched: string[]): void => pool.broadcast({ type: 'done_watch', agents: watched });
+  const busOptions = { storage, log, fire, maxChainTurns: config.maxChainTurns, chainCut, maxSubscriptions: config.maxSubscriptions, cluster: busCluster, doneWatchChanged };
+  const bus = new EventBus(busOptions, startup.subscriptions);
   const agentsCluster = cluster === null ? undefined : { agentChanged: (n: string) => sync?.agentChanged(n), purgeElsewhere: (n: string) => sync?.purgeElsewhere(n) ?? Promise.resolve() };
   const dispatch = createDispatch({
     pool,

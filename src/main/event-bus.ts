@@ -46,12 +46,29 @@ export interface EventBusOptions {
    * nodes reload it.
    */
   cluster?: { changed(): void };
+  /**
+   * The agents whose `agent:<name>:done` has subscribers changed (doneAgents):
+   * told once per synchronous run of changes, before any caller of
+   * subscribe or unsubscribe resumes, so a turn sent after the answer sees it.
+   */
+  doneWatchChanged?(agents: string[]): void;
+}
+
+const DONE_PREFIX = 'agent:';
+const DONE_SUFFIX = ':done';
+
+/** The agent whose done event `source` names, or null. */
+function doneAgentOf(source: string): string | null {
+  return source.startsWith(DONE_PREFIX) && source.endsWith(DONE_SUFFIX) && source.length > DONE_PREFIX.length + DONE_SUFFIX.length
+    ? source.slice(DONE_PREFIX.length, -DONE_SUFFIX.length)
+    : null;
 }
 
 export class EventBus {
   readonly #opts: EventBusOptions;
   readonly #byId = new Map<number, Subscription>();
   readonly #bySource = new Map<string, Subscription[]>();
+  #doneWatchDirty = false;
   readonly #chains: ChainBudget;
   #nextId = 1;
   /** Subscriptions being stored: they count against the limit before they are in the table. */
@@ -96,8 +113,10 @@ export class EventBus {
     const sub: Subscription = { ...info, removed: false };
     this.#byId.set(sub.id, sub);
     const list = this.#bySource.get(sub.source);
-    if (list === undefined) this.#bySource.set(sub.source, [sub]);
-    else list.push(sub);
+    if (list === undefined) {
+      this.#bySource.set(sub.source, [sub]);
+      this.#sourceAddedOrGone(sub.source);
+    } else list.push(sub);
     if (sub.id >= this.#nextId) this.#nextId = sub.id + 1;
     return sub;
   }
@@ -109,8 +128,30 @@ export class EventBus {
     if (list === undefined) return;
     // Replaced, not spliced: a publish may be iterating the old array.
     const rest = list.filter((s) => s !== sub);
-    if (rest.length === 0) this.#bySource.delete(sub.source);
-    else this.#bySource.set(sub.source, rest);
+    if (rest.length === 0) {
+      this.#bySource.delete(sub.source);
+      this.#sourceAddedOrGone(sub.source);
+    } else this.#bySource.set(sub.source, rest);
+  }
+
+  /** The agents whose `agent:<name>:done` has subscribers. */
+  doneAgents(): string[] {
+    const agents: string[] = [];
+    for (const source of this.#bySource.keys()) {
+      const agent = doneAgentOf(source);
+      if (agent !== null) agents.push(agent);
+    }
+    return agents;
+  }
+
+  /** A source got its first subscriber or lost its last: a done source changes doneAgents, told once per run. */
+  #sourceAddedOrGone(source: string): void {
+    if (this.#opts.doneWatchChanged === undefined || doneAgentOf(source) === null || this.#doneWatchDirty) return;
+    this.#doneWatchDirty = true;
+    queueMicrotask(() => {
+      this.#doneWatchDirty = false;
+      this.#opts.doneWatchChanged?.(this.doneAgents());
+    });
   }
 
   async subscribe(source: string, targetAgent: string, once: boolean): Promise<SubscriptionInfo> {

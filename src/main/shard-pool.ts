@@ -127,6 +127,8 @@ export class ShardPool {
   readonly #shards: ShardThread[] = [];
   #flushQueued = false;
   #closing = false;
+  /** The last observe and done_watch broadcast: what every shard must know from its start. */
+  readonly #standing = new Map<'observe' | 'done_watch', ToShard>();
   #nextAnswerId = 1;
   #inflightCount = 0;
   #idleWaiters: (() => void)[] = [];
@@ -208,6 +210,8 @@ export class ShardPool {
 
   /** Sends a message that expects no reply to every shard. */
   broadcast(msg: ToShard): void {
+    // A state a shard must start with is given again to every shard that starts after it.
+    if (msg.type === 'observe' || msg.type === 'done_watch') this.#standing.set(msg.type, msg);
     for (const s of this.#shards) this.#enqueue(s, msg);
   }
 
@@ -304,7 +308,9 @@ export class ShardPool {
     });
     shard.worker = worker;
     // What waited for a replacement goes now; the shard takes it once its start-up work is done.
-    if (shard.outbound.length > 0) this.#enqueue(shard, ...shard.outbound.splice(0));
+    // The standing state first (a replacement knows nothing of it), then what waited for the replacement.
+    const waiting = [...this.#standing.values(), ...shard.outbound.splice(0)];
+    if (waiting.length > 0) this.#enqueue(shard, ...waiting);
     return new Promise<void>((resolve, reject) => {
       let ready = false;
       worker.on('message', (msg: FromShard) => {

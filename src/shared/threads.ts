@@ -176,6 +176,16 @@ export interface DropPartition {
   partitions: number;
 }
 
+/**
+ * The agents whose `agent:<name>:done` has subscribers, sent whenever that
+ * set changes: a shard hands main a finished turn's text (for the done event)
+ * only for those, so a turn nobody listens for costs no copy of its answer.
+ */
+export interface DoneWatch {
+  type: 'done_watch';
+  agents: string[];
+}
+
 /** Cancel everything with "shutting down"; take no new turns. */
 export interface ShutdownRequest {
   type: 'shutdown';
@@ -190,7 +200,7 @@ export interface StopRequest {
   type: 'stop';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | ShutdownRequest | DropPartition;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition;
 
 export type { ActiveConversation };
 

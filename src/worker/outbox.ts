@@ -29,6 +29,8 @@ export type PostBatch = (batch: FrameBatch, transfer: ArrayBuffer[]) => void;
 export interface FrameOut {
   /** Someone watches the agent event stream; agent events are encoded only then. */
   observing: boolean;
+  /** Agents whose `agent:<name>:done` has subscribers in main (DoneWatch): `finished` is sent only for them. */
+  doneWatched: { has(agent: string): boolean };
   /** Counts the batches handed to main: replies merge deltas produced within one batch (ChunkCoalescer). */
   readonly batches?: number;
   frame(conn: number, req: number, last: boolean, value: unknown): void;
@@ -58,6 +60,7 @@ export class Outbox implements FrameOut {
   #scheduled = false;
   /** Someone watches the agent event stream (main says so); agent events are encoded only then. */
   observing = false;
+  doneWatched: ReadonlySet<string> = new Set();
   batches = 0;
   readonly #flushNow = (): void => this.flush();
 

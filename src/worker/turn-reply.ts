@@ -101,7 +101,8 @@ export class TurnReply {
     this.#observed.flush();
     if (this.#outbox.observing) this.#observe('done', { content: finalText });
     const finishedNormally = end.stop_reason !== StopReason.Cancelled && end.stop_reason !== StopReason.Error;
-    if (finishedNormally && req.guest === null && !req.ephemeral) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth, chain: req.chain });
+    const heard = finishedNormally && req.guest === null && !req.ephemeral && this.#outbox.doneWatched.has(req.agent);
+    if (heard) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth, chain: req.chain });
     this.#outbox.turnEnded(req.seq);
     if (req.mode === 'stream') {
       this.#outbox.frame(req.conn, req.req, true, { stream: { end } });

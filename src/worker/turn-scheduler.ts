@@ -96,6 +96,9 @@ export class TurnScheduler {
       case 'observe':
         this.#outbox.observing = msg.watching;
         return;
+      case 'done_watch':
+        this.#outbox.doneWatched = new Set(msg.agents);
+        return;
       case 'drop_partition':
         return void this.#dropPartition(msg);
       case 'shutdown':

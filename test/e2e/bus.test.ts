@@ -84,6 +84,28 @@ describe('subscriptions', () => {
     expect(seen.filter((e) => e.kind === 'done').map((e) => [e.sender, e.content])).toEqual([['event:agent:assistant:done', 'the final words']]);
   });
 
+  it('done events follow the table: none after the last unsubscribe, again after a new subscribe, and from a shard started anew after a crash', async () => {
+    const crash = 'crash-the-shard-for-the-done-test';
+    const d = await daemon({ workers: 1, env: { AGENTD_TEST_CRASH_TOKEN: crash } });
+    const c = await client(d);
+    const seen = await watch(await client(d), 'helper');
+    const doneTexts = (): string[] => seen.filter((e) => e.kind === 'done').map((e) => e.content as string);
+    const sub = await c.subscribe('agent:assistant:done', 'helper');
+    await c.send('assistant', 'one');
+    await waitFor(() => doneTexts().includes('one'), 'the first done to fire');
+    await c.unsubscribe(sub.id);
+    await c.send('assistant', 'two');
+    await c.subscribe('agent:assistant:done', 'helper');
+    await c.send('assistant', 'three');
+    await waitFor(() => doneTexts().includes('three'), 'the done after subscribing again');
+    // The helper's fired turns run in order on one pair: had 'two' fired, it would be seen before 'three'.
+    expect(doneTexts()).toEqual(['one', 'three']);
+    await expect(c.send('assistant', crash)).rejects.toThrow(/shard crashed/);
+    await c.send('assistant', 'four');
+    await waitFor(() => doneTexts().includes('four'), 'the done from the replacement shard');
+    expect(doneTexts()).toEqual(['one', 'three', 'four']);
+  });
+
   it('survive a restart, and ids are never reused', async () => {
     const first = await startDaemon({ config: CONFIG });
     const c1 = await first.client();

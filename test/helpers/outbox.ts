@@ -14,6 +14,8 @@ export function fakeOutbox(): FrameOut & { frames: Frame[]; finishedAgents: stri
   const finishedAgents: string[] = [];
   return {
     observing: false,
+    // Every agent's done event is listened for: the tests see each finished turn.
+    doneWatched: { has: () => true },
     frames,
     finishedAgents,
     frame: (conn, req, last, value) => frames.push({ conn, req, last, value }),

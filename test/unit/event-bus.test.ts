@@ -76,3 +76,36 @@ describe('EventBus', () => {
     expect(b.list().map((s) => s.source)).toEqual(['t', 'u']);
   });
 });
+
+describe('EventBus: which agents’ done events are listened for', () => {
+  function watchedBus(stored: SubscriptionInfo[] = []) {
+    const told: string[][] = [];
+    const b = new EventBus({ storage: null, log: createLogger('silent'), fire: () => true, doneWatchChanged: (agents) => told.push([...agents].sort()) }, stored);
+    return { b, told };
+  }
+
+  it('tells the set when a done source gets its first subscriber or loses its last, before subscribe or unsubscribe returns', async () => {
+    const { b, told } = watchedBus();
+    const first = await b.subscribe('agent:alpha:done', 'x', false);
+    expect(told).toEqual([['alpha']]);
+    await b.subscribe('agent:alpha:done', 'y', false); // not the first: no change
+    await b.subscribe('deploy.done', 'x', false); // not a done source
+    await b.subscribe('agent:beta:done', 'x', true);
+    expect(told).toEqual([['alpha'], ['alpha', 'beta']]);
+    await b.unsubscribe(first.id);
+    expect(told).toHaveLength(2); // alpha still has a subscriber
+    await b.publish('agent:beta:done', 'text', 0); // the once subscription goes
+    expect(told.at(-1)).toEqual(['alpha']);
+    expect(b.doneAgents()).toEqual(['alpha']);
+  });
+
+  it('tells once for a whole table replaced at once, and counts stored subscriptions from the start', async () => {
+    const { b, told } = watchedBus([{ id: 1, source: 'agent:a:done', target_agent: 'x', once: false }]);
+    expect(b.doneAgents()).toEqual(['a']);
+    await Promise.resolve();
+    told.length = 0;
+    b.replace(Array.from({ length: 50 }, (_, i) => ({ id: i + 10, source: `agent:n${i % 5}:done`, target_agent: 'x', once: false })));
+    await Promise.resolve();
+    expect(told).toEqual([['n0', 'n1', 'n2', 'n3', 'n4']]);
+  });
+});

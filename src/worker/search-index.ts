@@ -15,25 +15,6 @@ import type { Db } from '../shared/db.ts';
 /** Runs a write transaction holding the shards' write lock (or directly, with none to share). */
 export type WithWriteLock = <T>(fn: () => T) => T;
 
-interface UnindexedRow {
-  id: number;
-  conversation_id: number;
-  idx: number;
-  role: string;
-  content: string;
-  tool_calls: string | null;
-}
-
-/** What of a message full-text search may see: never tool output or arguments. */
-function searchable(m: UnindexedRow): [string, string, string] | null {
-  if (m.role === 'user') return [m.content, '', ''];
-  if (m.role === 'assistant') {
-    const tools = m.tool_calls === null ? '' : (JSON.parse(m.tool_calls) as { name: string }[]).map((c) => c.name).join(' ');
-    return ['', m.content, tools];
-  }
-  return null;
-}
-
 /**
  * Bytes of message text one indexing transaction reads at most (a bigger
  * message goes alone): a batch's strings, their bound copies and FTS5's
@@ -42,11 +23,29 @@ function searchable(m: UnindexedRow): [string, string, string] | null {
  */
 export const BATCH_TEXT_BYTES = 1024 * 1024;
 
+/**
+ * Indexes the messages above the watermark up to id `?`: what full-text
+ * search may see of each, never tool output or arguments. User text, and
+ * assistant text with the names of the tools it called (space-separated, in
+ * call order); tool messages are not indexed.
+ */
+const INDEX_MESSAGES = `
+  INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx)
+  SELECT id,
+    CASE role WHEN 'user' THEN content ELSE '' END,
+    CASE role WHEN 'assistant' THEN content ELSE '' END,
+    CASE WHEN role = 'assistant' AND tool_calls IS NOT NULL
+      THEN coalesce((SELECT group_concat(json_extract(c.value, '$.name'), ' ') FROM json_each(tool_calls) c), '')
+      ELSE '' END,
+    conversation_id, idx
+  FROM messages
+  WHERE id > (SELECT message_id FROM fts_watermark) AND id <= ? AND role IN ('user', 'assistant')
+  ORDER BY id`;
+
 export class SearchIndex {
   readonly #lock: WithWriteLock;
   readonly #behind;
   readonly #sizes;
-  readonly #unindexed;
   readonly #insert;
   readonly #advance;
   readonly #batchTx;
@@ -60,24 +59,17 @@ export class SearchIndex {
     this.#sizes = db.prepare<[number], { id: number; bytes: number }>(
       'SELECT id, octet_length(content) AS bytes FROM messages WHERE id > (SELECT message_id FROM fts_watermark) ORDER BY id LIMIT ?',
     );
-    this.#unindexed = db.prepare<[number], UnindexedRow>(
-      'SELECT id, conversation_id, idx, role, content, tool_calls FROM messages WHERE id > (SELECT message_id FROM fts_watermark) AND id <= ? ORDER BY id',
-    );
-    this.#insert = db.prepare<[number, string, string, string, number, number]>(
-      'INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx) VALUES (?, ?, ?, ?, ?, ?)',
-    );
+    // In SQL, not through JS: a message's text never becomes a string here, nor a bound copy of one.
+    this.#insert = db.prepare<[number]>(INDEX_MESSAGES);
     this.#advance = db.prepare<[number]>('UPDATE fts_watermark SET message_id = ?');
     this.#batchTx = db.transaction((limit: number) => {
       const sizes = this.#sizes.all(limit);
       // Another storage thread may have indexed them since catchUp looked.
       if (sizes.length === 0) return 0;
-      const rows = this.#unindexed.all(lastWithin(sizes, BATCH_TEXT_BYTES));
-      for (const m of rows) {
-        const text = searchable(m);
-        if (text !== null) this.#insert.run(m.id, ...text, m.conversation_id, m.idx);
-      }
-      if (rows.length > 0) this.#advance.run(rows[rows.length - 1]!.id);
-      return rows.length;
+      const last = lastWithin(sizes, BATCH_TEXT_BYTES);
+      this.#insert.run(sizes[last]!.id);
+      this.#advance.run(sizes[last]!.id);
+      return last + 1;
     });
   }
 
@@ -99,10 +91,10 @@ export class SearchIndex {
   }
 }
 
-/** The id of the last message of `sizes` (in id order) whose running total of bytes stays within `budget`; at least the first. */
+/** The position in `sizes` (in id order) of the last message whose running total of bytes stays within `budget`; at least the first. */
 function lastWithin(sizes: readonly { id: number; bytes: number }[], budget: number): number {
   let total = sizes[0]!.bytes;
   let last = 0;
   while (last + 1 < sizes.length && total + sizes[last + 1]!.bytes <= budget) total += sizes[++last]!.bytes;
-  return sizes[last]!.id;
+  return last;
 }

@@ -110,6 +110,9 @@ export class EventBus {
   }
 
   #add(info: SubscriptionInfo): Subscription {
+    // Cluster mode: a reload (replace) may have loaded the row while its subscribe awaited the store's insert.
+    const known = this.#byId.get(info.id);
+    if (known !== undefined) return known;
     const sub: Subscription = { ...info, removed: false };
     this.#byId.set(sub.id, sub);
     const list = this.#bySource.get(sub.source);

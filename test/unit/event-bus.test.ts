@@ -109,3 +109,23 @@ describe('EventBus: which agents’ done events are listened for', () => {
     expect(told).toEqual([['n0', 'n1', 'n2', 'n3', 'n4']]);
   });
 });
+
+describe('EventBus in cluster mode', () => {
+  it('a reload that lands while a subscribe awaits its insert does not leave the subscription twice', async () => {
+    const fired: string[] = [];
+    let replaceDuringInsert: (() => void) | null = null;
+    const storage = {
+      run: async (task: { op: string }) => {
+        if (task.op !== 'subscription_insert') return 0;
+        replaceDuringInsert?.(); // another node's change: the table is reloaded with the row just inserted
+        return 7;
+      },
+    };
+    const b = new EventBus({ storage: storage as never, log: createLogger('silent'), fire: (sub) => fired.push(sub.target_agent) > 0, cluster: { changed: () => {} } });
+    replaceDuringInsert = () => b.replace([{ id: 7, source: 'kick', target_agent: 'x', once: false }]);
+    await b.subscribe('kick', 'x', false);
+    expect(b.list()).toHaveLength(1);
+    expect(await b.publish('kick', 'go', 0)).toBe(1);
+    expect(fired).toEqual(['x']);
+  });
+});

@@ -172,7 +172,7 @@ describe('a harness module is named, not located', () => {
     expect(d.stderr()).toMatch(/a stored agent does not validate/);
     expect(existsSync(marker)).toBe(false);
     rmSync(foreign.dir, { recursive: true, force: true });
-  });
+  }, 150_000); // two daemon starts, each allowed READY_MS on a loaded machine
 });
 
 describe('harness code cannot reach provider keys', () => {

@@ -9,54 +9,21 @@
  */
 import type pg from 'pg';
 import { now } from '../shared/db.ts';
-import type { Message } from './models/types.ts';
-import { TITLE_CHARS } from './conversation.ts';
 import { fenceFor, type Fence, type FenceSource } from '../shared/partitions.ts';
 import { checkFence } from './pg-fences.ts';
 import { inTransaction, type PoolClient } from './pg-pool.ts';
 import { indexedWords } from './pg-search-text.ts';
+import { MESSAGE_SEARCH, messageColumns, noLongerStored, outcomeValues, refuseNul, titleOf } from './pg-turn-rows.ts';
 import type { TurnRecord } from './storage-contract.ts';
 
-/** What search may see of a message, by weight: user text (A); assistant text and tool names (B). Never tool output or arguments. */
-function searchable(m: Message): [string, string] {
-  if (m.role === 'user') return [indexedWords(m.content), ''];
-  if (m.role === 'assistant') return ['', indexedWords(`${m.content} ${m.tool_calls?.map((c) => c.name).join(' ') ?? ''}`)];
-  return ['', ''];
-}
-
-/** PostgreSQL text cannot hold U+0000: say so plainly rather than as a driver error. */
-function refuseNul(messages: readonly Message[]): void {
-  if (messages.some((m) => m.content.includes('\u0000'))) {
-    throw new Error('the PostgreSQL store cannot hold the character U+0000 in a message; this turn was not stored');
-  }
-}
-
-/** $1-$11: one array per message field, in the order of the unnest below. */
-function messageColumns(messages: readonly Message[], firstIdx: number): unknown[] {
-  const weighted = messages.map(searchable);
-  return [
-    messages.map((_, i) => firstIdx + i),
-    messages.map((m) => m.role),
-    messages.map((m) => m.content),
-    messages.map((m) => m.agent ?? null),
-    messages.map((m) => (m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls))),
-    messages.map((m) => m.tool_call_id ?? null),
-    messages.map((m) => m.name ?? null),
-    messages.map((m) => m.is_error === true),
-    messages.map((m) => m.stop_reason ?? null),
-    weighted.map((w) => w[0]),
-    weighted.map((w) => w[1]),
-  ];
-}
-
-/** $12 the time, $13 the new message count, $14-$20 the outcome (turn_id NULL when there is none). */
+/** $1-$11 the message columns, $12 the time, $13 the new message count, $14-$20 the outcome (turn_id NULL when there is none). */
 function turnParams(turn: TurnRecord, at: string): unknown[] {
   const o = turn.outcome ?? null;
   return [
     ...messageColumns(turn.messages, turn.conv.stored),
     at,
     turn.conv.stored + turn.messages.length,
-    ...(o === null ? [null, null, null, null, null, null, null] : [o.turnId, o.agent, o.model, o.stopReason, o.error, JSON.stringify(o.usage), o.finalText]),
+    ...(o === null ? [null, null, null, null, null, null, null] : outcomeValues(o)),
   ];
 }
 
@@ -71,8 +38,7 @@ const turnStatement = (conversation: string): string => `
   m AS (
     INSERT INTO messages (conversation_id, created_at, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, search)
     SELECT c.id, $12, u.idx, u.role, u.content, u.agent, u.tool_calls, u.tool_call_id, u.name, u.is_error, u.stop_reason,
-      CASE WHEN u.a = '' AND u.b = '' THEN NULL
-           ELSE setweight(to_tsvector('simple', u.a), 'A') || setweight(to_tsvector('simple', u.b), 'B') END
+      ${MESSAGE_SEARCH}
     FROM c, unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::text[], $10::text[], $11::text[])
       AS u(idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, a, b)
   ),
@@ -108,13 +74,13 @@ export async function appendTurn(client: PoolClient, turn: TurnRecord, fences: F
   if (conv.dbId !== null) {
     write = client.query<{ id: number }>({ name: 'agentd_append_stored', text: APPEND_TO_STORED, values: [...params, conv.dbId] });
   } else {
-    const title = conv.title || (messages.find((m) => m.role === 'user')?.content.slice(0, TITLE_CHARS) ?? '');
+    const title = titleOf(turn);
     write = client.query<{ id: number }>({ name: 'agentd_append_new', text: APPEND_TO_NEW, values: [...params, conv.agent, conv.sender, title, indexedWords(title)] });
   }
   // A refused check aborts the transaction, so the write fails too: the check's error is the one that says why.
   const [, r] = await Promise.all([check, write]);
   const row = r.rows[0];
-  if (row === undefined) throw new Error(`conversation ${conv.agent}/${conv.sender} is no longer stored (it was deleted)`);
+  if (row === undefined) throw noLongerStored(conv);
   return row.id;
 }
 

@@ -1,9 +1,9 @@
 /**
  * How a finished turn becomes PostgreSQL rows: the refusal of text the server
  * cannot hold, a new conversation's title, and the message and outcome
- * columns as statement parameters. Apart from the statements
- * that write them (pg-turns.ts), so that another statement can store exactly
- * the same rows.
+ * columns as statement parameters. Shared by the per-turn statement
+ * (pg-turns.ts) and the batch statement (pg-turn-batch.ts), so both store
+ * exactly the same rows.
  */
 import type { Message } from './models/types.ts';
 import { TITLE_CHARS } from './conversation.ts';

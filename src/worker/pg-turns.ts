@@ -1,11 +1,10 @@
 /**
  * Group commit on PostgreSQL: a batch of finished turns written in one
- * transaction, each turn in one statement (its conversation row, its
- * messages as one multi-row INSERT from unnest, its outcome), resolving only
- * after COMMIT, which with synchronous_commit on means the turns are on disk.
- * The batch goes to the server in one flight (pipelined). One bad turn does
- * not sink the others: if the batch fails, it is written again with a
- * SAVEPOINT per turn, and only the bad turns are left out.
+ * transaction, resolving only after COMMIT, which with synchronous_commit on
+ * means the turns are on disk. The batch goes in one statement, whatever its
+ * number of turns (pg-turn-batch.ts). One bad turn does not sink the others:
+ * if the batch fails, it is written again with a SAVEPOINT per turn and a
+ * statement per turn (here), and only the bad turns are left out.
  */
 import type pg from 'pg';
 import { now } from '../shared/db.ts';
@@ -13,6 +12,7 @@ import { fenceFor, type Fence, type FenceSource } from '../shared/partitions.ts'
 import { checkFence } from './pg-fences.ts';
 import { inTransaction, type PoolClient } from './pg-pool.ts';
 import { indexedWords } from './pg-search-text.ts';
+import { holdsOneConversationTwice, writeBatch } from './pg-turn-batch.ts';
 import { MESSAGE_SEARCH, messageColumns, noLongerStored, outcomeValues, refuseNul, titleOf } from './pg-turn-rows.ts';
 import type { TurnRecord } from './storage-contract.ts';
 
@@ -62,7 +62,7 @@ const APPEND_TO_NEW = turnStatement(`
  * Writes one turn, inside a transaction; returns its conversation's row id
  * (creating the row on its first turn). In cluster mode (`fences`) the
  * fence check goes out just before the turn's statement, on the same
- * connection and without waiting for it, so a batch stays one flight.
+ * connection and without waiting for it, so both cost one round trip.
  */
 export async function appendTurn(client: PoolClient, turn: TurnRecord, fences: FenceSource | null = null): Promise<number> {
   const { conv, messages } = turn;
@@ -84,31 +84,6 @@ export async function appendTurn(client: PoolClient, turn: TurnRecord, fences: F
   return row.id;
 }
 
-/**
- * Every turn in one transaction, sent in one flight: the pool's connections
- * pipeline, so BEGIN, one statement per turn and COMMIT cost one round trip,
- * not one each. If a statement fails, the server rolls the whole batch back
- * (its COMMIT answers ROLLBACK) and this throws. A turn refused before it was
- * sent (U+0000) is reported as failed; the rest commit.
- */
-async function writeAll(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null): Promise<(number | Error)[]> {
-  const client = await pool.connect();
-  let healthy = false;
-  try {
-    const settled = await Promise.allSettled([client.query('BEGIN'), ...turns.map((t) => appendTurn(client, t, fences)), client.query('COMMIT')]);
-    const commit = settled.pop()!;
-    if (commit.status === 'rejected') throw commit.reason;
-    healthy = true;
-    if ((commit.value as pg.QueryResult).command !== 'COMMIT') {
-      const failed = settled.find((s) => s.status === 'rejected');
-      throw failed?.reason ?? new Error('the transaction was rolled back by the server');
-    }
-    return settled.slice(1).map((s) => (s.status === 'fulfilled' ? (s.value as number) : (s.reason as Error)));
-  } finally {
-    client.release(!healthy);
-  }
-}
-
 /** Every turn in one transaction, each behind a savepoint: a failing turn is rolled back alone. */
 function writeEach(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null): Promise<(number | Error)[]> {
   return inTransaction(pool, async (client) => {
@@ -128,6 +103,21 @@ function writeEach(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSou
 }
 
 /**
+ * The batch in one statement; if the server refuses it, turn by turn behind
+ * savepoints, so that only the bad turns are left out. Throws when nothing
+ * could be committed.
+ */
+async function writeGroup(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null): Promise<(number | Error)[]> {
+  if (holdsOneConversationTwice(turns)) return writeEach(pool, turns, fences);
+  try {
+    return await writeBatch(pool, turns, fences);
+  } catch (batchError) {
+    if (turns.length === 1) throw batchError;
+    return writeEach(pool, turns, fences);
+  }
+}
+
+/**
  * The group commit. Row ids are kept only once COMMIT succeeded; if the
  * batch cannot commit at all, every turn reports why. In cluster mode each
  * turn carries its partition's fence: a turn of a partition this node lost
@@ -136,14 +126,9 @@ function writeEach(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSou
 export async function writeTurnGroup(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null = null): Promise<(Error | null)[]> {
   let written: (number | Error)[];
   try {
-    written = await writeAll(pool, turns, fences);
-  } catch (batchError) {
-    if (turns.length === 1) return [batchError as Error];
-    try {
-      written = await writeEach(pool, turns, fences);
-    } catch (err) {
-      return turns.map(() => err as Error);
-    }
+    written = await writeGroup(pool, turns, fences);
+  } catch (err) {
+    return turns.map(() => err as Error);
   }
   return written.map((w, i) => {
     if (w instanceof Error) return w;

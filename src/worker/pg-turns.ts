@@ -1,62 +1,29 @@
 /**
  * Group commit on PostgreSQL: a batch of finished turns written in one
- * transaction, each turn in one statement (its conversation row, its
- * messages as one multi-row INSERT from unnest, its outcome), resolving only
- * after COMMIT, which with synchronous_commit on means the turns are on disk.
- * The batch goes to the server in one flight (pipelined). One bad turn does
- * not sink the others: if the batch fails, it is written again with a
- * SAVEPOINT per turn, and only the bad turns are left out.
+ * transaction, resolving only after COMMIT, which with synchronous_commit on
+ * means the turns are on disk. The batch goes in one statement, whatever its
+ * number of turns (pg-turn-batch.ts). One bad turn does not sink the others:
+ * if the batch fails, it is written again with a SAVEPOINT per turn and a
+ * statement per turn (here), and only the bad turns are left out.
  */
 import type pg from 'pg';
 import { now } from '../shared/db.ts';
-import type { Message } from './models/types.ts';
-import { TITLE_CHARS } from './conversation.ts';
 import { fenceFor, type Fence, type FenceSource } from '../shared/partitions.ts';
 import { checkFence } from './pg-fences.ts';
 import { inTransaction, type PoolClient } from './pg-pool.ts';
 import { indexedWords } from './pg-search-text.ts';
+import { holdsOneConversationTwice, writeBatch } from './pg-turn-batch.ts';
+import { MESSAGE_SEARCH, messageColumns, noLongerStored, outcomeValues, refuseNul, titleOf } from './pg-turn-rows.ts';
 import type { TurnRecord } from './storage-contract.ts';
 
-/** What search may see of a message, by weight: user text (A); assistant text and tool names (B). Never tool output or arguments. */
-function searchable(m: Message): [string, string] {
-  if (m.role === 'user') return [indexedWords(m.content), ''];
-  if (m.role === 'assistant') return ['', indexedWords(`${m.content} ${m.tool_calls?.map((c) => c.name).join(' ') ?? ''}`)];
-  return ['', ''];
-}
-
-/** PostgreSQL text cannot hold U+0000: say so plainly rather than as a driver error. */
-function refuseNul(messages: readonly Message[]): void {
-  if (messages.some((m) => m.content.includes('\u0000'))) {
-    throw new Error('the PostgreSQL store cannot hold the character U+0000 in a message; this turn was not stored');
-  }
-}
-
-/** $1-$11: one array per message field, in the order of the unnest below. */
-function messageColumns(messages: readonly Message[], firstIdx: number): unknown[] {
-  const weighted = messages.map(searchable);
-  return [
-    messages.map((_, i) => firstIdx + i),
-    messages.map((m) => m.role),
-    messages.map((m) => m.content),
-    messages.map((m) => m.agent ?? null),
-    messages.map((m) => (m.tool_calls === undefined ? null : JSON.stringify(m.tool_calls))),
-    messages.map((m) => m.tool_call_id ?? null),
-    messages.map((m) => m.name ?? null),
-    messages.map((m) => m.is_error === true),
-    messages.map((m) => m.stop_reason ?? null),
-    weighted.map((w) => w[0]),
-    weighted.map((w) => w[1]),
-  ];
-}
-
-/** $12 the time, $13 the new message count, $14-$20 the outcome (turn_id NULL when there is none). */
+/** $1-$11 the message columns, $12 the time, $13 the new message count, $14-$20 the outcome (turn_id NULL when there is none). */
 function turnParams(turn: TurnRecord, at: string): unknown[] {
   const o = turn.outcome ?? null;
   return [
     ...messageColumns(turn.messages, turn.conv.stored),
     at,
     turn.conv.stored + turn.messages.length,
-    ...(o === null ? [null, null, null, null, null, null, null] : [o.turnId, o.agent, o.model, o.stopReason, o.error, JSON.stringify(o.usage), o.finalText]),
+    ...(o === null ? [null, null, null, null, null, null, null] : outcomeValues(o)),
   ];
 }
 
@@ -71,8 +38,7 @@ const turnStatement = (conversation: string): string => `
   m AS (
     INSERT INTO messages (conversation_id, created_at, idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, search)
     SELECT c.id, $12, u.idx, u.role, u.content, u.agent, u.tool_calls, u.tool_call_id, u.name, u.is_error, u.stop_reason,
-      CASE WHEN u.a = '' AND u.b = '' THEN NULL
-           ELSE setweight(to_tsvector('simple', u.a), 'A') || setweight(to_tsvector('simple', u.b), 'B') END
+      ${MESSAGE_SEARCH}
     FROM c, unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bool[], $9::text[], $10::text[], $11::text[])
       AS u(idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, a, b)
   ),
@@ -96,7 +62,7 @@ const APPEND_TO_NEW = turnStatement(`
  * Writes one turn, inside a transaction; returns its conversation's row id
  * (creating the row on its first turn). In cluster mode (`fences`) the
  * fence check goes out just before the turn's statement, on the same
- * connection and without waiting for it, so a batch stays one flight.
+ * connection and without waiting for it, so both cost one round trip.
  */
 export async function appendTurn(client: PoolClient, turn: TurnRecord, fences: FenceSource | null = null): Promise<number> {
   const { conv, messages } = turn;
@@ -108,39 +74,14 @@ export async function appendTurn(client: PoolClient, turn: TurnRecord, fences: F
   if (conv.dbId !== null) {
     write = client.query<{ id: number }>({ name: 'agentd_append_stored', text: APPEND_TO_STORED, values: [...params, conv.dbId] });
   } else {
-    const title = conv.title || (messages.find((m) => m.role === 'user')?.content.slice(0, TITLE_CHARS) ?? '');
+    const title = titleOf(turn);
     write = client.query<{ id: number }>({ name: 'agentd_append_new', text: APPEND_TO_NEW, values: [...params, conv.agent, conv.sender, title, indexedWords(title)] });
   }
   // A refused check aborts the transaction, so the write fails too: the check's error is the one that says why.
   const [, r] = await Promise.all([check, write]);
   const row = r.rows[0];
-  if (row === undefined) throw new Error(`conversation ${conv.agent}/${conv.sender} is no longer stored (it was deleted)`);
+  if (row === undefined) throw noLongerStored(conv);
   return row.id;
-}
-
-/**
- * Every turn in one transaction, sent in one flight: the pool's connections
- * pipeline, so BEGIN, one statement per turn and COMMIT cost one round trip,
- * not one each. If a statement fails, the server rolls the whole batch back
- * (its COMMIT answers ROLLBACK) and this throws. A turn refused before it was
- * sent (U+0000) is reported as failed; the rest commit.
- */
-async function writeAll(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null): Promise<(number | Error)[]> {
-  const client = await pool.connect();
-  let healthy = false;
-  try {
-    const settled = await Promise.allSettled([client.query('BEGIN'), ...turns.map((t) => appendTurn(client, t, fences)), client.query('COMMIT')]);
-    const commit = settled.pop()!;
-    if (commit.status === 'rejected') throw commit.reason;
-    healthy = true;
-    if ((commit.value as pg.QueryResult).command !== 'COMMIT') {
-      const failed = settled.find((s) => s.status === 'rejected');
-      throw failed?.reason ?? new Error('the transaction was rolled back by the server');
-    }
-    return settled.slice(1).map((s) => (s.status === 'fulfilled' ? (s.value as number) : (s.reason as Error)));
-  } finally {
-    client.release(!healthy);
-  }
 }
 
 /** Every turn in one transaction, each behind a savepoint: a failing turn is rolled back alone. */
@@ -162,6 +103,21 @@ function writeEach(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSou
 }
 
 /**
+ * The batch in one statement; if the server refuses it, turn by turn behind
+ * savepoints, so that only the bad turns are left out. Throws when nothing
+ * could be committed.
+ */
+async function writeGroup(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null): Promise<(number | Error)[]> {
+  if (holdsOneConversationTwice(turns)) return writeEach(pool, turns, fences);
+  try {
+    return await writeBatch(pool, turns, fences);
+  } catch (batchError) {
+    if (turns.length === 1) throw batchError;
+    return writeEach(pool, turns, fences);
+  }
+}
+
+/**
  * The group commit. Row ids are kept only once COMMIT succeeded; if the
  * batch cannot commit at all, every turn reports why. In cluster mode each
  * turn carries its partition's fence: a turn of a partition this node lost
@@ -170,14 +126,9 @@ function writeEach(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSou
 export async function writeTurnGroup(pool: pg.Pool, turns: readonly TurnRecord[], fences: FenceSource | null = null): Promise<(Error | null)[]> {
   let written: (number | Error)[];
   try {
-    written = await writeAll(pool, turns, fences);
-  } catch (batchError) {
-    if (turns.length === 1) return [batchError as Error];
-    try {
-      written = await writeEach(pool, turns, fences);
-    } catch (err) {
-      return turns.map(() => err as Error);
-    }
+    written = await writeGroup(pool, turns, fences);
+  } catch (err) {
+    return turns.map(() => err as Error);
   }
   return written.map((w, i) => {
     if (w instanceof Error) return w;

@@ -1,6 +1,7 @@
 /**
  * What only the PostgreSQL store has to get right, beyond the storage
- * contract (storage-contract.test.ts): text PostgreSQL cannot hold, words its
+ * contract (storage-contract.test.ts): the rows a group commit leaves, both
+ * in one statement and turn by turn, text PostgreSQL cannot hold, words its
  * own parser would not split, long messages, and a server that is not there.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,7 +10,8 @@ import type { Message } from '../../src/worker/models/types.ts';
 import { createPgConversationStorage, createPgDaemonStorage } from '../../src/worker/pg-store.ts';
 import { INDEXED_CHARS } from '../../src/worker/pg-search-text.ts';
 import { openPool } from '../../src/worker/pg-pool.ts';
-import type { ConversationRef, ConversationStorage, DaemonStorage } from '../../src/worker/storage-contract.ts';
+import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome, TurnRecord } from '../../src/worker/storage-contract.ts';
+import { StopReason } from '../../src/shared/protocol.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 
 const log = createLogger('silent');
@@ -17,7 +19,12 @@ const skip = await pgUnavailable();
 if (skip !== null) console.warn(skip);
 
 const user = (content: string): Message => ({ role: 'user', content });
-const ref = (sender: string): ConversationRef => ({ dbId: null, agent: 'a', sender, title: '', stored: 0 });
+const assistant = (content: string): Message => ({ role: 'assistant', content });
+const ref = (sender: string, agent = 'a'): ConversationRef => ({ dbId: null, agent, sender, title: '', stored: 0 });
+const outcomeOf = (turnId: string, finalText: string): TurnOutcome => ({
+  turnId, agent: 'a', model: 'echo', stopReason: StopReason.Text, error: '', usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 }, finalText,
+});
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 describe.skipIf(skip !== null)('the PostgreSQL store', () => {
   let db: TestDatabase;
@@ -34,6 +41,174 @@ describe.skipIf(skip !== null)('the PostgreSQL store', () => {
     shard = await createPgConversationStorage(db.url, log);
   }
   const q = (query: string) => daemon.search({ query, limit: 5, contextBefore: 0, contextAfter: 0, agent: null, sender: null });
+
+  type Row = Record<string, unknown>;
+  /** An agent's stored rows as the tables hold them, oldest row id first; conversations named by sender. */
+  async function rowsOf(agent: string) {
+    const conversations = await db.query<Row>(
+      'SELECT sender, title, created_at, updated_at, message_count, title_search::text AS title_search FROM conversations WHERE agent = $1 ORDER BY id',
+      [agent],
+    );
+    const messages = await db.query<Row>(
+      `SELECT c.sender, m.idx, m.role, m.content, m.agent, m.tool_calls, m.tool_call_id, m.name, m.is_error, m.stop_reason, m.search::text AS search, m.created_at
+       FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.agent = $1 ORDER BY m.id`,
+      [agent],
+    );
+    const outcomes = await db.query<Row>(
+      `SELECT c.sender, o.turn_id, o.agent, o.model, o.stop_reason, o.error, o.usage, o.final_text, o.created_at
+       FROM turn_outcomes o JOIN conversations c ON c.id = o.conversation_id WHERE c.agent = $1 ORDER BY c.sender, o.turn_id`,
+      [agent],
+    );
+    return { conversations, messages, outcomes };
+  }
+
+  /** Every message row, less its time: the fields a turn gave it, and its search words by weight. */
+  const messageRow = (sender: string, idx: number, role: string, content: string, search: string | null, more: Record<string, unknown> = {}) => ({
+    sender, idx, role, content, agent: null, tool_calls: null, tool_call_id: null, name: null, is_error: false, stop_reason: null, search, ...more,
+  });
+  const withoutTime = ({ created_at: _, ...rest }: Row): Row => rest;
+
+  it('a batch of new and stored conversations, one created meanwhile elsewhere, stores exactly their rows', async () => {
+    await fresh();
+    const old = ref('old');
+    expect(await shard.writeTurns([{ conv: old, messages: [user('Hello old'), assistant('hi')] }])).toEqual([null]);
+    // Another node created this pair's row after this one looked: the new turn joins it.
+    await db.query("INSERT INTO conversations (agent, sender, title, created_at, updated_at, title_search) VALUES ('a', 'raced', 'other title', $1, $1, to_tsvector('simple', 'other title'))", [
+      '2020-01-01T00:00:00.000Z',
+    ]);
+    const fresh1 = ref('fresh');
+    const raced = ref('raced');
+    const titled: ConversationRef = { ...ref('titled'), title: 'Given title' };
+    const call = { id: 'c1', name: 'lookup_weather', arguments: '{"q":"x"}' };
+    const results = await shard.writeTurns([
+      {
+        conv: fresh1,
+        messages: [
+          user('Fresh start, déjà'),
+          { role: 'assistant', content: '', tool_calls: [call] },
+          { role: 'tool', content: 'sunny', tool_call_id: 'c1', name: 'lookup_weather', is_error: true },
+          { role: 'assistant', content: 'Sunny today', agent: 'guest', stop_reason: 'stalled' },
+        ],
+        outcome: outcomeOf('t-fresh', 'Sunny today'),
+      },
+      { conv: { ...old, stored: 2 }, messages: [user('again'), assistant('again and again')], outcome: outcomeOf('t-old', 'again and again') },
+      { conv: raced, messages: [user('raced in')] },
+      { conv: titled, messages: [assistant('no user text')] },
+    ]);
+    expect(results).toEqual([null, null, null, null]);
+    const { conversations, messages, outcomes } = await rowsOf('a');
+    const ids = await db.query<{ sender: string; id: number }>("SELECT sender, id::int AS id FROM conversations WHERE agent = 'a'");
+    const idOf = new Map(ids.map((r) => [r.sender, r.id]));
+    expect([fresh1.dbId, raced.dbId, titled.dbId]).toEqual([idOf.get('fresh'), idOf.get('raced'), idOf.get('titled')]);
+
+    expect(conversations.map(withoutTime).map(({ updated_at: _, ...c }) => c)).toEqual([
+      { sender: 'old', title: 'Hello old', message_count: 4, title_search: "'hello':1 'old':2" },
+      { sender: 'raced', title: 'other title', message_count: 1, title_search: "'other':1 'title':2" },
+      { sender: 'fresh', title: 'Fresh start, déjà', message_count: 4, title_search: "'deja':3 'fresh':1 'start':2" },
+      { sender: 'titled', title: 'Given title', message_count: 1, title_search: "'given':1 'title':2" },
+    ]);
+    expect(messages.map(withoutTime)).toEqual([
+      messageRow('old', 0, 'user', 'Hello old', "'hello':1A 'old':2A"),
+      messageRow('old', 1, 'assistant', 'hi', "'hi':1B"),
+      messageRow('fresh', 0, 'user', 'Fresh start, déjà', "'deja':3A 'fresh':1A 'start':2A"),
+      messageRow('fresh', 1, 'assistant', '', "'lookup':1B 'weather':2B", { tool_calls: JSON.stringify([call]) }),
+      messageRow('fresh', 2, 'tool', 'sunny', null, { tool_call_id: 'c1', name: 'lookup_weather', is_error: true }),
+      messageRow('fresh', 3, 'assistant', 'Sunny today', "'sunny':1B 'today':2B", { agent: 'guest', stop_reason: 'stalled' }),
+      messageRow('old', 2, 'user', 'again', "'again':1A"),
+      messageRow('old', 3, 'assistant', 'again and again', "'again':1B,3B 'and':2B"),
+      messageRow('raced', 0, 'user', 'raced in', "'in':2A 'raced':1A"),
+      messageRow('titled', 0, 'assistant', 'no user text', "'no':1B 'text':3B 'user':2B"),
+    ]);
+    const usage = JSON.stringify(outcomeOf('', '').usage);
+    expect(outcomes.map(withoutTime)).toEqual([
+      { sender: 'fresh', turn_id: 't-fresh', agent: 'a', model: 'echo', stop_reason: 'text', error: '', usage, final_text: 'Sunny today' },
+      { sender: 'old', turn_id: 't-old', agent: 'a', model: 'echo', stop_reason: 'text', error: '', usage, final_text: 'again and again' },
+    ]);
+
+    // One time for everything the commit wrote; a row another node created keeps its creation time.
+    const at = conversations.find((c) => c.sender === 'fresh')!.updated_at as string;
+    expect(at).toMatch(ISO);
+    const written = messages.filter((m) => !(m.sender === 'old' && (m.idx as number) < 2));
+    expect(new Set([...written.map((m) => m.created_at), ...outcomes.map((o) => o.created_at)])).toEqual(new Set([at]));
+    expect(conversations.map((c) => [c.sender, c.updated_at])).toEqual([['old', at], ['raced', at], ['fresh', at], ['titled', at]]);
+    expect(conversations.map((c) => [c.sender, c.created_at === at])).toEqual([['old', false], ['raced', false], ['fresh', true], ['titled', true]]);
+    expect(conversations.find((c) => c.sender === 'raced')!.created_at).toBe('2020-01-01T00:00:00.000Z');
+  });
+
+  it('a batch with turns that cannot be stored: those fail alone, saying why, and the others commit', async () => {
+    await fresh();
+    const kept = ref('kept');
+    const gone = ref('gone');
+    expect(await shard.writeTurns([{ conv: kept, messages: [user('kept')] }, { conv: gone, messages: [user('gone')] }])).toEqual([null, null]);
+    await shard.delete(gone.dbId!);
+    const added = ref('added');
+    const nul = ref('nul');
+    const results = await shard.writeTurns([
+      { conv: added, messages: [user('added'), assistant('added')], outcome: outcomeOf('t1', 'added') },
+      { conv: { ...gone, stored: 1 }, messages: [user('too late')] },
+      { conv: { ...kept, stored: 1 }, messages: [assistant('still here')] },
+      { conv: nul, messages: [user('a\u0000b')] },
+    ]);
+    expect(results[0]).toBeNull();
+    expect(results[1]?.message).toBe('conversation a/gone is no longer stored (it was deleted)');
+    expect(results[2]).toBeNull();
+    expect(results[3]?.message).toMatch(/cannot hold the character U\+0000/);
+    expect(added.dbId).toBeTypeOf('number');
+    expect(nul.dbId).toBeNull();
+    const { conversations, messages, outcomes } = await rowsOf('a');
+    expect(conversations.map((c) => [c.sender, c.message_count])).toEqual([['kept', 2], ['added', 2]]);
+    expect(messages.map((m) => [m.sender, m.idx, m.content])).toEqual([['kept', 0, 'kept'], ['added', 0, 'added'], ['added', 1, 'added'], ['kept', 1, 'still here']]);
+    expect(outcomes.map((o) => [o.sender, o.turn_id])).toEqual([['added', 't1']]);
+  });
+
+  it('a batch the server refuses is written again turn by turn, storing the same rows as the batch would', async () => {
+    await fresh();
+    /** The same turns under another agent: to a stored conversation, to a new one with an outcome, to a titled new one. */
+    async function batchFor(agent: string, clash: boolean): Promise<(Error | null)[]> {
+      const stored = ref('stored', agent);
+      const clashing = ref('clashing', agent);
+      expect(await shard.writeTurns([{ conv: stored, messages: [user('first words')] }, { conv: clashing, messages: [user('taken')] }])).toEqual([null, null]);
+      const turns: TurnRecord[] = [
+        { conv: ref('new', agent), messages: [user('new words'), { role: 'assistant', content: 'ok', tool_calls: [{ id: 'c', name: 'tool_x', arguments: '{}' }] }], outcome: outcomeOf('t', 'ok') },
+        { conv: { ...stored, stored: 1 }, messages: [assistant('more words')] },
+        { conv: { ...ref('other', agent), title: 'named' }, messages: [user('other words')] },
+      ];
+      // idx 0 of `clashing` is taken: the batch statement fails, so every turn is written again alone.
+      if (clash) turns.splice(1, 0, { conv: { ...clashing, stored: 0 }, messages: [user('clash')] });
+      return shard.writeTurns(turns);
+    }
+    expect(await batchFor('x', false)).toEqual([null, null, null]);
+    const [first, clashed, ...rest] = await batchFor('y', true);
+    expect(first).toBeNull();
+    expect(clashed?.message).toMatch(/duplicate key value violates unique constraint/);
+    expect(rest).toEqual([null, null]);
+    const comparable = async (agent: string) => {
+      const { conversations, messages, outcomes } = await rowsOf(agent);
+      return {
+        conversations: conversations.map(({ created_at: _, updated_at: __, ...c }) => c),
+        messages: messages.map(withoutTime),
+        outcomes: outcomes.map(withoutTime),
+      };
+    };
+    const batched = await comparable('x');
+    expect(batched.messages).toHaveLength(6);
+    expect(await comparable('y')).toEqual(batched);
+  });
+
+  it('two turns of one conversation in one batch are both written, in order', async () => {
+    await fresh();
+    const conv = ref('twice');
+    expect(await shard.writeTurns([{ conv, messages: [user('one')] }])).toEqual([null]);
+    const results = await shard.writeTurns([
+      { conv: { ...conv, stored: 1 }, messages: [user('two')] },
+      { conv: { ...conv, stored: 2 }, messages: [user('three')], outcome: outcomeOf('t3', 'three') },
+    ]);
+    expect(results).toEqual([null, null]);
+    const { conversations, messages, outcomes } = await rowsOf('a');
+    expect(conversations.map((c) => c.message_count)).toEqual([3]);
+    expect(messages.map((m) => [m.idx, m.content])).toEqual([[0, 'one'], [1, 'two'], [2, 'three']]);
+    expect(outcomes.map((o) => o.turn_id)).toEqual(['t3']);
+  });
 
   it('refuses a turn holding U+0000 with a clear error, and stores the rest of the batch', async () => {
     await fresh();

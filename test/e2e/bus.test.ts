@@ -1,39 +1,20 @@
 /** The event bus and the agent event stream (PROTOCOL §4, Daemon and event bus). */
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { AgentEvent, AgentdClient } from '../../src/client/index.ts';
+import type { AgentdClient } from '../../src/client/index.ts';
 import { collect, startDaemon, waitFor, type Daemon, testDaemon, testClient, type DaemonOptions } from '../helpers/daemon.ts';
 import { RawConn } from '../helpers/raw.ts';
+import { watchEvents } from '../helpers/events.ts';
 
 const CONFIG = { agents: { assistant: { model: 'echo' }, a: { model: 'echo' }, b: { model: 'echo' }, helper: { model: 'echo' } } };
 
 const daemon = (opts: DaemonOptions = {}): Promise<Daemon> => testDaemon({ config: CONFIG, ...opts });
 const client = (d: Daemon): Promise<AgentdClient> => testClient(d);
 
-/**
- * Collects agent events in the background until the test ends. Resolves once
- * the subscription is registered: a ping on the same connection, sent after
- * subscribe_events, is answered only after main has handled the subscription.
- */
-async function watch(c: AgentdClient, agent?: string): Promise<AgentEvent[]> {
-  const seen: AgentEvent[] = [];
-  const it = c.events(agent)[Symbol.asyncIterator]();
-  const first = it.next(); // runs the generator to its first await: subscribe_events is written now
-  void (async () => {
-    try {
-      for (let r = await first; !r.done; r = await it.next()) seen.push(r.value);
-    } catch {
-      // the connection closed at the end of the test
-    }
-  })();
-  await c.ping();
-  return seen;
-}
-
 describe('subscriptions', () => {
   it('fire a stored turn for (target, event:SOURCE) with the payload, seen by observers', async () => {
     const d = await daemon();
     const c = await client(d);
-    const seen = await watch(await client(d));
+    const seen = await watchEvents(await client(d));
     const sub = await c.subscribe('deploy.done', 'assistant');
     expect(sub).toEqual({ id: expect.any(Number), source: 'deploy.done', target_agent: 'assistant', once: false });
     expect(await c.publish('deploy.done', 'build 42 shipped')).toBe(1);
@@ -60,7 +41,7 @@ describe('subscriptions', () => {
   it('two agents subscribed to each other stop at depth 8', async () => {
     const d = await daemon();
     const c = await client(d);
-    const seen = await watch(await client(d));
+    const seen = await watchEvents(await client(d));
     await c.subscribe('kick', 'a');
     await c.subscribe('agent:a:done', 'b');
     await c.subscribe('agent:b:done', 'a');
@@ -75,7 +56,7 @@ describe('subscriptions', () => {
   it('every finished turn publishes agent:<name>:done with its final text; guest and ephemeral turns do not', async () => {
     const d = await daemon();
     const c = await client(d);
-    const seen = await watch(await client(d), 'helper');
+    const seen = await watchEvents(await client(d), 'helper');
     await c.subscribe('agent:assistant:done', 'helper');
     await collect(c.stream('assistant', 'as a guest', { guest: 'b', sender: 'g' }));
     await collect(c.stream('assistant', 'ephemeral', { ephemeral: true }));
@@ -88,7 +69,7 @@ describe('subscriptions', () => {
     const crash = 'crash-the-shard-for-the-done-test';
     const d = await daemon({ workers: 1, env: { AGENTD_TEST_CRASH_TOKEN: crash } });
     const c = await client(d);
-    const seen = await watch(await client(d), 'helper');
+    const seen = await watchEvents(await client(d), 'helper');
     const doneTexts = (): string[] => seen.filter((e) => e.kind === 'done').map((e) => e.content as string);
     const sub = await c.subscribe('agent:assistant:done', 'helper');
     await c.send('assistant', 'one');
@@ -152,8 +133,8 @@ describe('the agent event stream', () => {
   it('filters by agent and carries the real sender, tools and correlation ids', async () => {
     const d = await daemon();
     const c = await client(d);
-    const onlyA = await watch(await client(d), 'a');
-    const all = await watch(await client(d));
+    const onlyA = await watchEvents(await client(d), 'a');
+    const all = await watchEvents(await client(d));
     await c.send('a', 'for a', { sender: 'alice' });
     await c.send('b', 'for b', { sender: 'bob' });
     await collect(c.stream('a', '/call nothing {}', { sender: 'carol', ephemeral: true, correlation_id: 42 }));
@@ -175,7 +156,7 @@ describe('the agent event stream', () => {
     stalled.send(2, { ping: {} }); // answered after the subscription is registered
     await stalled.request(2);
     stalled.socket.pause();
-    const full = await watch(await client(d));
+    const full = await watchEvents(await client(d));
 
     // 200 turns of 500 words of 101 bytes: about 10 MB of text in events (merged
     // into few events per turn), far past the stalled observer's bound.

@@ -12,8 +12,9 @@ import type { AgentEvent, AgentdClient } from '../../src/client/index.ts';
 import { collect, testClient, testDaemon, waitFor, waitRunning, type Daemon } from '../helpers/daemon.ts';
 import { assignPartitions, partitionOf } from '../../src/shared/partitions.ts';
 import { keyOwnedBy, settled as settledOn } from '../helpers/cluster.ts';
-import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
-import { destroyBucket, NATS_URL, natsUnavailable, ownNatsUnavailable, startOwnNats, testBucket } from '../helpers/nats.ts';
+import { watchEvents } from '../helpers/events.ts';
+import { pgUnavailable, testDatabase, type TestDatabase } from '../helpers/postgres.ts';
+import { NATS_URL, natsUnavailable, ownNatsUnavailable, startOwnNats, testClusterName } from '../helpers/nats.ts';
 
 const skip = (await natsUnavailable()) ?? (await pgUnavailable());
 if (skip !== null) console.warn(skip);
@@ -22,18 +23,6 @@ const PARTITIONS = 16;
 const LEASE_MS = 2_000;
 const AGENTS = { assistant: { model: 'echo' } };
 const SLOW = 180_000;
-
-async function database(): Promise<TestDatabase> {
-  const db = await createTestDatabase();
-  onTestFinished(() => db.drop());
-  return db;
-}
-
-function clusterName(): string {
-  const name = testBucket();
-  onTestFinished(() => destroyBucket(name));
-  return name;
-}
 
 function node(db: TestDatabase, name: string, nodeName: string, extra: Record<string, unknown> = {}, nats = NATS_URL): Promise<Daemon> {
   return testDaemon({
@@ -49,8 +38,8 @@ const sourceOwnedBy = (owner: string, names: string[], agent: string, tag: strin
   keyOwnedBy(owner, names, PARTITIONS, agent, tag, (source) => `event:${source}`);
 
 async function twoNodes(extra: Record<string, unknown> = {}): Promise<[AgentdClient, AgentdClient]> {
-  const db = await database();
-  const name = clusterName();
+  const db = await testDatabase();
+  const name = testClusterName();
   const a = await node(db, name, 'a', extra);
   const b = await node(db, name, 'b', extra);
   const ca = await testClient(a);
@@ -62,31 +51,15 @@ async function twoNodes(extra: Record<string, unknown> = {}): Promise<[AgentdCli
 /** A sender whose pair with `agent` the spread gives to `owner`. */
 const senderOwnedBy = (owner: string, names: string[], agent: string, tag: string): string => keyOwnedBy(owner, names, PARTITIONS, agent, tag);
 
-/** Collects agent events in the background; resolves once subscribe_events is registered (a ping after it is answered after it). */
 /** An observer on `ca`, once node b (which learns of it over NATS) sends it the events of its turns. */
 async function watchBoth(ca: AgentdClient, cb: AgentdClient): Promise<AgentEvent[]> {
-  const seen = await watch(ca);
+  const seen = await watchEvents(ca);
   let tries = 0;
   await waitFor(async () => {
     const sender = senderOwnedBy('b', ['a', 'b'], 'assistant', `probe${tries++}`);
     await cb.send('assistant', 'probe', { sender });
     return seen.some((e) => e.kind === 'done' && e.sender.startsWith('probe'));
   }, 'node a’s observer to see a turn run at node b');
-  return seen;
-}
-
-async function watch(c: AgentdClient): Promise<AgentEvent[]> {
-  const seen: AgentEvent[] = [];
-  const it = c.events()[Symbol.asyncIterator]();
-  const first = it.next();
-  void (async () => {
-    try {
-      for (let r = await first; !r.done; r = await it.next()) seen.push(r.value);
-    } catch {
-      // the connection closed at the end of the test
-    }
-  })();
-  await c.ping();
   return seen;
 }
 
@@ -208,8 +181,8 @@ describe.skipIf(skip !== null || ownNatsUnavailable() !== null)('cluster mode: a
   it('reloads every agent and the subscriptions when it reconnects to NATS', async () => {
     const own = await startOwnNats();
     onTestFinished(() => own.remove());
-    const db = await database();
-    const name = clusterName();
+    const db = await testDatabase();
+    const name = testClusterName();
     const a = await node(db, name, 'a', {}, own.url);
     const b = await node(db, name, 'b', {}, own.url);
     const ca = await testClient(a);

@@ -18,8 +18,8 @@ import { assignPartitions } from '../../src/shared/partitions.ts';
 import { ctl } from '../helpers/cli.ts';
 import { testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { clusterStats } from '../helpers/cluster.ts';
-import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
-import { destroyBucket, NATS_URL, natsUnavailable, testBucket } from '../helpers/nats.ts';
+import { pgUnavailable, testDatabase } from '../helpers/postgres.ts';
+import { NATS_URL, natsUnavailable, testClusterName } from '../helpers/nats.ts';
 
 const skip = (await natsUnavailable()) ?? (await pgUnavailable());
 if (skip !== null) console.warn(skip);
@@ -55,10 +55,8 @@ const turnId = (sender: string, t: number): string => `${sender}-t${t}`;
 
 describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
   it(`kill -9 of a node under load, ${ROUNDS} rounds: no acknowledged turn lost, none duplicated, none out of order`, async () => {
-    const db: TestDatabase = await createTestDatabase();
-    onTestFinished(() => db.drop());
-    const cluster = testBucket();
-    onTestFinished(() => destroyBucket(cluster));
+    const db = await testDatabase();
+    const cluster = testClusterName();
 
     const start = async (name: string): Promise<Entry> => {
       const daemon = await testDaemon({

@@ -9,12 +9,12 @@
  * an error saying so. Skipped, saying why, without
  * NATS or PostgreSQL.
  */
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AgentdClient } from '../../src/client/index.ts';
 import { collect, makeHome, runAgentd, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { clusterStats, keyOwnedBy, settled as settledOn } from '../helpers/cluster.ts';
-import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
-import { destroyBucket, NATS_URL, natsUnavailable, testBucket } from '../helpers/nats.ts';
+import { pgUnavailable, testDatabase, type TestDatabase } from '../helpers/postgres.ts';
+import { NATS_URL, natsUnavailable, testClusterName } from '../helpers/nats.ts';
 
 const skip = (await natsUnavailable()) ?? (await pgUnavailable());
 if (skip !== null) console.warn(skip);
@@ -24,18 +24,6 @@ const LEASE_MS = 2_000;
 const AGENTS = { assistant: { model: 'echo' }, slow: { model: 'echo', echo: { delay_ms: 20 } } };
 /** Each test starts two or three daemons; on a loaded 2-core machine a start alone can take 20 s. */
 const SLOW = 180_000;
-
-async function database(): Promise<TestDatabase> {
-  const db = await createTestDatabase();
-  onTestFinished(() => db.drop());
-  return db;
-}
-
-function clusterName(): string {
-  const name = testBucket();
-  onTestFinished(() => destroyBucket(name));
-  return name;
-}
 
 /** A node: `--cluster`/`--node` on the command line, the rest of the cluster settings in agentd.json. */
 function node(db: TestDatabase, name: string, nodeName: string): Promise<Daemon> {
@@ -58,8 +46,8 @@ const turnText = (sender: string, t: number): string => `${sender} ${t}${' word'
 
 describe.skipIf(skip !== null)('cluster mode: routing between nodes', () => {
   it('forwards every pair-addressed operation to the pair’s owner', async () => {
-    const db = await database();
-    const name = clusterName();
+    const db = await testDatabase();
+    const name = testClusterName();
     const a = await node(db, name, 'a');
     const b = await node(db, name, 'b');
     const ca = await testClient(a);
@@ -105,8 +93,8 @@ describe.skipIf(skip !== null)('cluster mode: routing between nodes', () => {
   }, SLOW);
 
   it('one pair’s turns run one at a time with clients on three nodes', async () => {
-    const db = await database();
-    const name = clusterName();
+    const db = await testDatabase();
+    const name = testClusterName();
     const a = await node(db, name, 'a');
     const b = await node(db, name, 'b');
     const c = await node(db, name, 'c');
@@ -139,8 +127,8 @@ describe.skipIf(skip !== null)('cluster mode: routing between nodes', () => {
   }, SLOW);
 
   it('a client that leaves cancels its forwarded turn at the owner', async () => {
-    const db = await database();
-    const name = clusterName();
+    const db = await testDatabase();
+    const name = testClusterName();
     const a = await node(db, name, 'a');
     const b = await node(db, name, 'b');
     const ca = await a.client();
@@ -160,8 +148,8 @@ describe.skipIf(skip !== null)('cluster mode: routing between nodes', () => {
 
 describe.skipIf(skip !== null)('cluster mode: nodes joining and failing', () => {
   it('a node joining under load takes its share, and no request fails while partitions change hands', async () => {
-    const db = await database();
-    const name = clusterName();
+    const db = await testDatabase();
+    const name = testClusterName();
     const a = await node(db, name, 'a');
     const ca = await testClient(a);
     await settled([ca], ['a']);
@@ -194,8 +182,8 @@ describe.skipIf(skip !== null)('cluster mode: nodes joining and failing', () => 
   }, SLOW);
 
   it('a node that stops (SIGTERM) hands its partitions over: new requests for them are held, then served by the node that stays', async () => {
-    const db = await database();
-    const name = clusterName();
+    const db = await testDatabase();
+    const name = testClusterName();
     const a = await node(db, name, 'a');
     const b = await node(db, name, 'b');
     const ca = await testClient(a);
@@ -228,8 +216,8 @@ describe.skipIf(skip !== null)('cluster mode: nodes joining and failing', () => 
   }, SLOW);
 
   it('a request under way at a node that dies (kill -9) ends with an error saying so', async () => {
-    const db = await database();
-    const name = clusterName();
+    const db = await testDatabase();
+    const name = testClusterName();
     const a = await node(db, name, 'a');
     const b = await node(db, name, 'b');
     const ca = await testClient(a);

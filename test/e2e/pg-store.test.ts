@@ -8,7 +8,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import type { AgentdClient } from '../../src/client/index.ts';
 import { PG_SCHEMA_VERSION } from '../../src/worker/pg-schema.ts';
 import { collect, makeHome, runAgentd, startDaemon, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
-import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
+import { pgUnavailable, testDatabase, type TestDatabase } from '../helpers/postgres.ts';
 import { startPgProxy } from '../helpers/pg-proxy.ts';
 
 const CONFIG = { agents: { assistant: { model: 'echo' } } };
@@ -17,11 +17,6 @@ type History = { title: string; messages: { role: string; content: string }[] };
 const skip = await pgUnavailable();
 if (skip !== null) console.warn(skip);
 
-async function database(): Promise<TestDatabase> {
-  const db = await createTestDatabase();
-  onTestFinished(() => db.drop());
-  return db;
-}
 const onStore = (db: TestDatabase, home?: string): Promise<Daemon> => testDaemon({ config: CONFIG, home, args: ['--store', db.url] });
 const history = async (c: AgentdClient, sender: string): Promise<History> =>
   (await c.request('get_conversation_history', { agent: 'assistant', sender })).conversation_history as History;
@@ -31,7 +26,7 @@ const SLOW = 120_000;
 
 describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
   it('two nodes on one database see each other’s conversations: history, list and search', async () => {
-    const db = await database();
+    const db = await testDatabase();
     const a = await onStore(db);
     const b = await onStore(db);
     const ca = await testClient(a);
@@ -47,7 +42,7 @@ describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
   }, SLOW);
 
   it('kill -9 during a load of streamed turns loses no acknowledged turn and stores no partial one', async () => {
-    const db = await database();
+    const db = await testDatabase();
     const first = await startDaemon({ config: CONFIG, args: ['--store', db.url] });
     const c1 = await first.client();
     const acked = new Map<string, number>();
@@ -82,7 +77,7 @@ describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
   }, SLOW);
 
   it('a store from a newer agentd is refused at start and left untouched', async () => {
-    const db = await database();
+    const db = await testDatabase();
     const d = await onStore(db);
     const c = await testClient(d);
     await c.send('assistant', 'kept as it was', { sender: 's' });
@@ -96,7 +91,7 @@ describe.skipIf(skip !== null)('daemons on a PostgreSQL store', () => {
   }, SLOW);
 
   it('a stopped daemon ends every PostgreSQL session it opened with a goodbye, shards and every storage thread alike', async () => {
-    const db = await database();
+    const db = await testDatabase();
     const proxy = await startPgProxy(db.url);
     onTestFinished(() => proxy.close());
     const d = await testDaemon({ config: CONFIG, args: ['--store', proxy.url, '--workers', '2'] });

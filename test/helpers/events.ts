@@ -1,5 +1,5 @@
 /** Small readers of a turn's stream events, shared by the end-to-end tests. */
-import type { StreamEvent } from '../../src/client/index.ts';
+import type { AgentEvent, AgentdClient, StreamEvent } from '../../src/client/index.ts';
 
 export type EndEvent = Extract<StreamEvent, { type: 'end' }>;
 
@@ -17,4 +17,25 @@ export function end(evs: StreamEvent[]): EndEvent {
   const last = evs.at(-1);
   if (last?.type !== 'end') throw new Error(`the stream did not end with "end": ${JSON.stringify(types(evs))}`);
   return last;
+}
+
+/**
+ * Collects agent events (of `agent`, or all) in the background until the
+ * test ends. Resolves once the subscription is registered: a ping on the
+ * same connection, sent after subscribe_events, is answered only after main
+ * has handled the subscription.
+ */
+export async function watchEvents(c: AgentdClient, agent?: string): Promise<AgentEvent[]> {
+  const seen: AgentEvent[] = [];
+  const it = c.events(agent)[Symbol.asyncIterator]();
+  const first = it.next(); // runs the generator to its first await: subscribe_events is written now
+  void (async () => {
+    try {
+      for (let r = await first; !r.done; r = await it.next()) seen.push(r.value);
+    } catch {
+      // the connection closed at the end of the test
+    }
+  })();
+  await c.ping();
+  return seen;
 }

@@ -12,6 +12,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { onTestFinished } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
@@ -61,6 +62,13 @@ export async function destroyBucket(name: string): Promise<void> {
   } finally {
     await nc.close();
   }
+}
+
+/** A cluster name (bucket and subject prefix) of its own for the running test, its bucket destroyed when the test ends. */
+export function testClusterName(): string {
+  const name = testBucket();
+  onTestFinished(() => destroyBucket(name));
+  return name;
 }
 
 /** The nats-server binary the tests that stop and restart NATS start themselves (Debian package `nats-server`). */

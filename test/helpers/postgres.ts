@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { onTestFinished } from 'vitest';
 import { safeUrl } from '../../src/worker/pg-pool.ts';
 
 /** Any database on the server: it is only used to create and drop the tests' own. */
@@ -84,6 +85,13 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+/** A database of its own for the running test, dropped when the test ends. */
+export async function testDatabase(): Promise<TestDatabase> {
+  const db = await createTestDatabase();
+  onTestFinished(() => db.drop());
+  return db;
 }
 
 /** Drops every database this run created and did not drop (the end of the run). */

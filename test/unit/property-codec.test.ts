@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { piecesAt } from '../helpers/cuts.ts';
 import { decodeBody, encodeBody, encodeFrame, FrameDecoder } from '../../src/shared/codec.ts';
 import { assertPortableMsgpack, TooManyElementsError } from '../../src/shared/portable-msgpack.ts';
 
@@ -21,16 +22,7 @@ const frameArb: fc.Arbitrary<Frame> = fc.record({
 });
 
 /** Cuts `bytes` at the given offsets (any order, repeats allowed) into chunks. */
-function split(bytes: Buffer, cuts: number[]): Buffer[] {
-  const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-  const chunks: Buffer[] = [];
-  let from = 0;
-  for (const to of [...at, bytes.length]) {
-    chunks.push(bytes.subarray(from, to));
-    from = to;
-  }
-  return chunks;
-}
+const split = (bytes: Buffer, cuts: number[]): Buffer[] => piecesAt(bytes.length, cuts, (from, to) => bytes.subarray(from, to));
 
 describe('frame decoder (property)', () => {
   it('any split of any sequence of frames yields exactly those frames, in order', () => {

@@ -4,19 +4,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { piecesAt } from '../helpers/cuts.ts';
 import { TextAccumulator } from '../../src/worker/text-accumulator.ts';
 
 /** Splits `text` at the given cut points (indices into it, any order). */
-function split(text: string, cuts: number[]): string[] {
-  const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
-  const parts: string[] = [];
-  let from = 0;
-  for (const c of [...at, text.length]) {
-    parts.push(text.slice(from, c));
-    from = c;
-  }
-  return parts;
-}
+const split = (text: string, cuts: number[]): string[] => piecesAt(text.length, cuts, (from, to) => text.slice(from, to));
 
 describe('TextAccumulator', () => {
   it('an announced text that the deltas complete comes back as that very string', () => {

@@ -186,28 +186,19 @@ export async function run(ctx: BenchContext): Promise<void> {
     for (let round = 0; round < ctx.report.rounds; round++) {
       // Fresh pairs each round, so histories stay short and alike everywhere.
       const tag = `r${round}`;
+      /** Rate and latency of `client` on fresh pairs: all of them the owner's (or any, owner null) in `nodes`. */
+      const rateAndLatency = (key: string, client: AgentdClient, nodes: string[], owner: string | null) => async (): Promise<void> => {
+        const pairs = senders(nodes, owner, `${tag}-${key}`, LOOPS);
+        push(rates, key, await rate([client], pairs, ctx.sizes.rateMs, ctx.sizes.warmupMs));
+        const l = await latency(client, pairs, n);
+        push(p50s, key, l.p50);
+        push(p99s, key, l.p99);
+      };
       const cases: [string, () => Promise<void>][] = [
-        ['one', async () => {
-          const pairs = senders(['solo'], null, `${tag}-one`, LOOPS);
-          push(rates, 'one', await rate([one.nodes[0]!.client], pairs, ctx.sizes.rateMs, ctx.sizes.warmupMs));
-          const l = await latency(one.nodes[0]!.client, pairs, n);
-          push(p50s, 'one', l.p50);
-          push(p99s, 'one', l.p99);
-        }],
-        ['owner', async () => {
-          const pairs = senders(THREE, 'a', `${tag}-own`, LOOPS);
-          push(rates, 'owner', await rate([a], pairs, ctx.sizes.rateMs, ctx.sizes.warmupMs));
-          const l = await latency(a, pairs, n);
-          push(p50s, 'owner', l.p50);
-          push(p99s, 'owner', l.p99);
-        }],
-        ['hop', async () => {
-          const pairs = senders(THREE, 'a', `${tag}-hop`, LOOPS);
-          push(rates, 'hop', await rate([b], pairs, ctx.sizes.rateMs, ctx.sizes.warmupMs));
-          const l = await latency(b, pairs, n);
-          push(p50s, 'hop', l.p50);
-          push(p99s, 'hop', l.p99);
-        }],
+        ['one', rateAndLatency('one', one.nodes[0]!.client, ['solo'], null)],
+        ['owner', rateAndLatency('owner', a, THREE, 'a')],
+        // The client on b, every pair owned by a: each turn takes the hop.
+        ['hop', rateAndLatency('hop', b, THREE, 'a')],
         ['spread', async () => {
           // Clients on every node, pairs of every partition: two in three turns take the hop.
           push(rates, 'spread', await rate([a, b, c], senders(THREE, null, `${tag}-all`, LOOPS), ctx.sizes.rateMs, ctx.sizes.warmupMs));

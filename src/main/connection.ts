@@ -208,9 +208,18 @@ export class Connection implements FrameSink {
     if (queued > this.#limits.hardLimitBytes) this.#watchForStall();
   }
 
-  /** Bytes the kernel has taken from this socket so far: what the peer is really reading. */
-  #sentBytes(): number {
-    return this.#socket.bytesWritten - this.#socket.writableLength;
+  /**
+   * How far the peer has read, as two counters that only grow while it reads:
+   * the bytes of writes completed, and how much of the write in flight the
+   * kernel has taken. A write completes only once whole, and one write may
+   * hold megabytes (a writev of every frame queued behind it), so a reader
+   * that keeps reading can complete none for many seconds; libuv's queue
+   * size (`writeQueueSize`, kept current by Node's stream handle) shrinks as
+   * it goes.
+   */
+  #readProgress(): { completed: number; inFlightLeft: number } {
+    const handle = (this.#socket as unknown as { _handle?: { writeQueueSize?: number } | null })._handle;
+    return { completed: this.#socket.bytesWritten - this.#socket.writableLength, inFlightLeft: handle?.writeQueueSize ?? 0 };
   }
 
   /**
@@ -220,12 +229,14 @@ export class Connection implements FrameSink {
    */
   #watchForStall(): void {
     if (this.#stallTimer !== null) return;
-    const sentAtStart = this.#sentBytes();
+    const atStart = this.#readProgress();
     this.#stallTimer = setTimeout(() => {
       this.#stallTimer = null;
       if (this.#state === 'closed' || this.#socket.writableLength <= this.#limits.hardLimitBytes) return;
-      if (this.#sentBytes() === sentAtStart) this.#socket.destroy();
-      else this.#watchForStall();
+      const now = this.#readProgress();
+      const tookSome = now.completed > atStart.completed || now.inFlightLeft < atStart.inFlightLeft;
+      if (tookSome) this.#watchForStall();
+      else this.#socket.destroy();
     }, STALLED_READER_MS).unref();
   }
 

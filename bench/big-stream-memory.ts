@@ -31,7 +31,7 @@ const peak = (pid: number): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(
 async function run(): Promise<{ atEnd: number; indexed: number; searched: number }> {
   const home = mkdtempSync(join(tmpdir(), 'agentd-bigmem-'));
   writeFileSync(join(home, 'agentd.json'), JSON.stringify({ max_body_bytes: size + 1024, agents: { assistant: { model: 'echo' } } }));
-  const proc = spawn(process.execPath, [AGENTD, '--home', home, '--workers', '2'], { env: { ...process.env, AGENTD_HOME: home }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [AGENTD, '--home', home, '--workers', '2', '--tcp', 'off'], { env: { ...process.env, AGENTD_HOME: home }, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     await new Promise<void>((ready, fail) => {
       let out = '';

@@ -120,6 +120,32 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX conversations_sender ON conversations (sender);
   `,
+  // 7: the message index keeps no copy of the text. It was a second copy of every
+  // user and assistant message (the database's size nearly doubled) and writing it
+  // doubled the memory of indexing a big message (a 16 MiB message: 3.1x its size
+  // at the peak, 1.6x contentless). Search reads the text it ranks and shows from
+  // messages, through messages_searchable: the one definition of what is indexed
+  // (user text; assistant text and the names of the tools it called, in call order;
+  // never tool output or arguments), and the size of the message's text in bytes
+  // (octet_length reads it from the record header). contentless_delete lets a delete remove rows
+  // by id alone. The watermark goes back to 0: the storage threads index every
+  // message again, in batches, as they index new ones.
+  `
+  DROP TABLE messages_fts;
+  CREATE VIRTUAL TABLE messages_fts USING fts5(
+    user_text, assistant_text, tool_names,
+    content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2'
+  );
+  CREATE VIEW messages_searchable AS
+  SELECT id, conversation_id, idx, octet_length(content) AS bytes,
+    CASE role WHEN 'user' THEN content ELSE '' END AS user_text,
+    CASE role WHEN 'assistant' THEN content ELSE '' END AS assistant_text,
+    CASE WHEN role = 'assistant' AND tool_calls IS NOT NULL
+      THEN coalesce((SELECT group_concat(json_extract(c.value, '$.name'), ' ') FROM json_each(tool_calls) c), '')
+      ELSE '' END AS tool_names
+  FROM messages WHERE role IN ('user', 'assistant');
+  UPDATE fts_watermark SET message_id = 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -251,10 +277,10 @@ export function prepareDatabaseFile(path: string, thenRead?: (db: Db) => void): 
   }
 }
 
-/** Brings the schema to SCHEMA_VERSION, each step in its own transaction. */
-export function migrate(db: Db, path: string): void {
+/** Brings the schema to SCHEMA_VERSION (tests of one step stop before it), each step in its own transaction. */
+export function migrate(db: Db, path: string, to = SCHEMA_VERSION): void {
   const current = refuseNewer(db, path);
-  for (let v = current; v < SCHEMA_VERSION; v++) {
+  for (let v = current; v < to; v++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[v]!);
       db.pragma(`user_version = ${v + 1}`);

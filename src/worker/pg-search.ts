@@ -11,7 +11,8 @@ import type pg from 'pg';
 import type { SearchOptions } from '../shared/threads.ts';
 import type { SessionHit } from '../shared/wire/ops.ts';
 import { tsQueryText } from './pg-search-text.ts';
-import { queryWords, rankConversations, SEARCH_CANDIDATES, windowEntry, windowSides, type RankedConversation, type WindowRow } from './search-rules.ts';
+import { SEARCH_LIMITS } from '../shared/protocol.ts';
+import { queryWords, rankConversations, SEARCH_CANDIDATES, snippetOf, windowEntry, windowSides, type RankedConversation, type WindowRow } from './search-rules.ts';
 
 /** ts_rank weights {D, C, B, A}: B (assistant text, tool names) 1, A (user text) 1.5. */
 const WEIGHTS = '{0, 0, 0.6666667, 1}';
@@ -80,7 +81,7 @@ export class PgSessionSearch {
     return ranked.flatMap(({ id, idx, score }) => {
       const c = byId.get(id);
       if (c === undefined) return []; // deleted between the ranking and this read
-      const window = windows.rows.filter((m) => m.conversation_id === id).map((m) => windowEntry(m, words));
+      const window = windows.rows.filter((m) => m.conversation_id === id).map((m) => windowEntry(m, () => snippetOf(m.content, words, SEARCH_LIMITS.snippetBytes)));
       return [{ agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window }];
     });
   }

@@ -44,30 +44,99 @@ export function tokens(text: string): string[] {
   return folded(text).match(TOKEN) ?? [];
 }
 
+/** A text as one string, or in pieces (a big message read in slices): tokens are counted the same either way. */
+export type TextPieces = string | Iterable<string>;
+
 /**
- * How often each token sequence of `phrases` occurs in `text`, and how many
- * tokens it has; tokens are read one at a time (an array of a 16 MiB
- * message's 8M tokens would cost many times the message).
+ * A token still open at the end of a piece is held over and joined to the
+ * next piece, up to this many characters; a longer one is counted then, as
+ * one token that no query word equals, and its rest is skipped.
  */
-function countPhrases(text: string, phrases: readonly (readonly string[])[]): { length: number; counts: number[] } {
-  const counts = phrases.map(() => 0);
-  const span = Math.max(0, ...phrases.map((p) => p.length));
-  // The last `span` tokens, oldest first at `length % span`.
-  const recent: string[] = new Array<string>(span);
-  const source = folded(text);
-  const token = new RegExp(TOKEN.source, TOKEN.flags);
-  let length = 0;
-  for (let m = token.exec(source); m !== null; m = token.exec(source)) {
-    if (span > 0) recent[length % span] = m[0];
-    length++;
-    phrases.forEach((phrase, i) => {
-      if (phrase.length === 0 || phrase.length > length) return;
-      const first = length - phrase.length;
-      for (let j = 0; j < phrase.length; j++) if (recent[(first + j) % span] !== phrase[j]) return;
-      counts[i]!++;
-    });
+export const MAX_HELD_TOKEN = 4096;
+const LEADING_TOKEN = new RegExp(`^${TOKEN.source}`, 'u');
+
+/** Tokens of a folded text, in order; one regex for every count (a count runs to its end before another starts). */
+const TOKEN_SCAN = new RegExp(TOKEN.source, TOKEN.flags);
+
+/**
+ * How often each token sequence of `phrases` occurs in a text, and how many
+ * tokens it has. Tokens are read one at a time (an array of a 16 MiB
+ * message's 8M tokens would cost many times the message), and a big text
+ * arrives in pieces, so that only one piece is a string at a time.
+ */
+class PhraseCount {
+  length = 0;
+  readonly counts: number[];
+  readonly #phrases: readonly (readonly string[])[];
+  readonly #span: number;
+  /** The last `span` tokens, oldest first at `length % span`. */
+  readonly #recent: string[];
+
+  constructor(phrases: readonly (readonly string[])[]) {
+    this.#phrases = phrases;
+    this.counts = phrases.map(() => 0);
+    this.#span = Math.max(0, ...phrases.map((p) => p.length));
+    this.#recent = new Array<string>(this.#span);
   }
-  return { length, counts };
+
+  static of(text: TextPieces, phrases: readonly (readonly string[])[]): PhraseCount {
+    const count = new PhraseCount(phrases);
+    if (typeof text === 'string') count.#addText(text);
+    else count.#addPieces(text);
+    return count;
+  }
+
+  #addText(text: string): void {
+    const open = this.#addAllButOpen(folded(text));
+    if (open !== '') this.#add(open);
+  }
+
+  /** A token still open at the end of a piece is held over and joined to the next one (or counted as MAX_HELD_TOKEN says). */
+  #addPieces(pieces: Iterable<string>): void {
+    let held = '';
+    let skipping = false; // inside a token too long to hold, already counted
+    for (const piece of pieces) {
+      let source = folded(held + piece);
+      held = '';
+      if (skipping) {
+        const rest = LEADING_TOKEN.exec(source)?.[0].length ?? 0;
+        if (rest === source.length) continue;
+        source = source.slice(rest);
+        skipping = false;
+      }
+      held = this.#addAllButOpen(source);
+      if (held.length > MAX_HELD_TOKEN) {
+        this.#add(held);
+        held = '';
+        skipping = true;
+      }
+    }
+    if (held !== '') this.#add(held);
+  }
+
+  /** Adds every token of `source` but one that runs to its very end, which it returns (it may go on in the next piece). */
+  #addAllButOpen(source: string): string {
+    TOKEN_SCAN.lastIndex = 0;
+    for (let m = TOKEN_SCAN.exec(source); m !== null; m = TOKEN_SCAN.exec(source)) {
+      if (m.index + m[0].length === source.length) return m[0];
+      this.#add(m[0]);
+    }
+    return '';
+  }
+
+  #add(token: string): void {
+    const span = this.#span;
+    if (span > 0) this.#recent[this.length % span] = token;
+    this.length++;
+    for (let i = 0; i < this.#phrases.length; i++) {
+      const phrase = this.#phrases[i]!;
+      if (phrase.length === 0 || phrase.length > this.length) continue;
+      const first = this.length - phrase.length;
+      let j = 0;
+      while (j < phrase.length && this.#recent[(first + j) % span] === phrase[j]) j++;
+      if (j === phrase.length) this.counts[i]!++;
+    }
+  }
 }
 
 /** Reads a SQLite varint (as FTS5 writes them) at `at`; returns the value and the next offset. */
@@ -104,10 +173,11 @@ export class Bm25Stats {
 
   /**
    * A scorer for `words` (each one FTS5 string: a phrase of its tokens) of
-   * a row given as its indexed columns' text, exactly as indexed.
-   * Costs at most IDF_COUNT_CAP steps per word, however many rows match.
+   * a row given as its indexed columns' text, exactly as indexed, each
+   * whole or in pieces. Costs at most IDF_COUNT_CAP steps per word, however
+   * many rows match.
    */
-  scorer(words: readonly string[]): (columns: readonly string[]) => number {
+  scorer(words: readonly string[]): (columns: readonly TextPieces[]) => number {
     const block = this.#averages.get()?.block;
     let rows = 0;
     let totalTokens = 0;
@@ -129,7 +199,7 @@ export class Bm25Stats {
     });
     const weights = this.#weights;
     return (texts) => {
-      const columns = texts.map((text) => countPhrases(text, phrases));
+      const columns = texts.map((text) => PhraseCount.of(text, phrases));
       let length = 0;
       for (const c of columns) length += c.length;
       let score = 0;

@@ -25,21 +25,13 @@ export const BATCH_TEXT_BYTES = 1024 * 1024;
 
 /**
  * Indexes the messages above the watermark up to id `?`: what full-text
- * search may see of each, never tool output or arguments. User text, and
- * assistant text with the names of the tools it called (space-separated, in
- * call order); tool messages are not indexed.
+ * search may see of each (the view messages_searchable says what that is,
+ * migration 7). The index is contentless: it keeps tokens, not the text.
  */
 const INDEX_MESSAGES = `
-  INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx)
-  SELECT id,
-    CASE role WHEN 'user' THEN content ELSE '' END,
-    CASE role WHEN 'assistant' THEN content ELSE '' END,
-    CASE WHEN role = 'assistant' AND tool_calls IS NOT NULL
-      THEN coalesce((SELECT group_concat(json_extract(c.value, '$.name'), ' ') FROM json_each(tool_calls) c), '')
-      ELSE '' END,
-    conversation_id, idx
-  FROM messages
-  WHERE id > (SELECT message_id FROM fts_watermark) AND id <= ? AND role IN ('user', 'assistant')
+  INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names)
+  SELECT id, user_text, assistant_text, tool_names FROM messages_searchable
+  WHERE id > (SELECT message_id FROM fts_watermark) AND id <= ?
   ORDER BY id`;
 
 export class SearchIndex {

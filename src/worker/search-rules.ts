@@ -14,27 +14,81 @@ export function ftsQuery(query: string): string | null {
   return [...new Set(words.map((w) => w.toLowerCase()))].map((w) => `"${w}"`).join(' OR ');
 }
 
-/** Cuts text to at most `bytes` of UTF-8 around the first match of any word, on character boundaries. */
-export function snippetOf(text: string, words: readonly string[], bytes: number): { snippet: string; truncated: boolean } {
-  if (Buffer.byteLength(text) <= bytes) return { snippet: text, truncated: false };
-  const lower = text.toLowerCase();
+/** Characters a snippet shows before the match. */
+const SNIPPET_LEAD = 200;
+
+export interface Snippet {
+  snippet: string;
+  truncated: boolean;
+}
+
+/** Where in `lower` (a lower-cased text) the first of `words` starts, or -1. */
+function firstMatch(lower: string, words: readonly string[]): number {
   let at = -1;
   for (const w of words) {
     const i = lower.indexOf(w);
     if (i !== -1 && (at === -1 || i < at)) at = i;
   }
-  // Start a little before the match so it has context, then take whole characters up to the byte budget.
-  let start = Math.max(0, at - 200);
-  if (start > 0 && /[\udc00-\udfff]/.test(text[start]!)) start--;
+  return at;
+}
+
+/** The whole characters of `text` from its start that fit in `bytes` of UTF-8. */
+function leadingBytes(text: string, bytes: number): string {
   let out = '';
   let used = 0;
-  for (const ch of text.slice(start)) {
+  for (const ch of text) {
     const n = Buffer.byteLength(ch);
     if (used + n > bytes) break;
     out += ch;
     used += n;
   }
-  return { snippet: out, truncated: true };
+  return out;
+}
+
+/** How many characters (code points) the first `units` UTF-16 units of `text` hold. */
+function codePointsIn(text: string, units: number): number {
+  let n = 0;
+  for (let i = 0; i < units; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0xdc00 || c > 0xdfff) n++;
+  }
+  return n;
+}
+
+/** Cuts text to at most `bytes` of UTF-8 around the first match of any word, on character boundaries. */
+export function snippetOf(text: string, words: readonly string[], bytes: number): Snippet {
+  if (Buffer.byteLength(text) <= bytes) return { snippet: text, truncated: false };
+  const at = firstMatch(text.toLowerCase(), words);
+  // Start a little before the match so it has context, then take whole characters up to the byte budget.
+  let start = Math.max(0, at - SNIPPET_LEAD);
+  if (start > 0 && /[\udc00-\udfff]/.test(text[start]!)) start--;
+  return { snippet: leadingBytes(text.slice(start), bytes), truncated: true };
+}
+
+/**
+ * snippetOf for a text longer than `bytes` that is too big to read whole:
+ * `read(start, n)` gives its characters (code points) from `start`, up to
+ * `n`. Slices of `chars` overlap by the longest word, so a match across two
+ * is found; the scan stops at the first slice after which no earlier match
+ * can appear.
+ */
+export function snippetOfSlices(read: (start: number, n: number) => string, words: readonly string[], bytes: number, chars: number): Snippet {
+  const longest = Math.max(1, ...words.map((w) => w.length));
+  const size = Math.max(chars, 2 * longest);
+  const step = size - longest + 1;
+  let at = -1;
+  for (let start = 0; ; start += step) {
+    const slice = read(start, size);
+    const i = firstMatch(slice.toLowerCase(), words);
+    if (i !== -1) {
+      const found = start + codePointsIn(slice, i);
+      if (at === -1 || found < at) at = found;
+    }
+    // A later slice finds only matches from start + step on; fewer units than `size` is the text's end.
+    if ((at !== -1 && at < start + step) || slice.length < size) break;
+  }
+  // `bytes` characters hold at least `bytes` bytes of UTF-8.
+  return { snippet: leadingBytes(read(Math.max(0, at - SNIPPET_LEAD), bytes), bytes), truncated: true };
 }
 
 /**
@@ -102,10 +156,13 @@ export interface WindowRow {
   tool_calls: string | null;
 }
 
-/** What a window shows of a stored message. Tool output may hold secrets: a tool message shows its tool's name only. */
-export function windowEntry(m: WindowRow, words: readonly string[]): SearchWindowMessage {
-  const isTool = m.role === 'tool';
-  const { snippet, truncated } = snippetOf(isTool ? '' : m.content, words, SEARCH_LIMITS.snippetBytes);
-  const toolName = isTool ? (m.name ?? '') : m.tool_calls !== null ? (JSON.parse(m.tool_calls) as { name: string }[]).map((t) => t.name).join(',') : '';
-  return { role: m.role, msg_idx: m.idx, snippet, truncated, tool_name: toolName };
+/**
+ * What a window shows of a stored message, with `snippet` making its
+ * snippet (from its text, whole or in slices). Tool output may hold
+ * secrets: a tool message shows its tool's name only.
+ */
+export function windowEntry(m: Omit<WindowRow, 'content'>, snippet: () => Snippet): SearchWindowMessage {
+  const shown = m.role === 'tool' ? { snippet: '', truncated: false } : snippet();
+  const toolName = m.role === 'tool' ? (m.name ?? '') : m.tool_calls !== null ? (JSON.parse(m.tool_calls) as { name: string }[]).map((t) => t.name).join(',') : '';
+  return { role: m.role, msg_idx: m.idx, snippet: shown.snippet, truncated: shown.truncated, tool_name: toolName };
 }

@@ -10,8 +10,9 @@ import type { Db } from '../shared/db.ts';
 import type { SearchOptions } from '../shared/threads.ts';
 import type { SearchWindowMessage, SessionHit } from '../shared/wire/ops.ts';
 import { SearchIndex } from './search-index.ts';
-import { ftsQuery, queryWords, rankConversations, SEARCH_CANDIDATES, windowEntry, windowSides, type WindowRow } from './search-rules.ts';
-import { Bm25Stats, CONVERSATIONS_FTS, MESSAGES_FTS } from './search-bm25.ts';
+import { ftsQuery, queryWords, rankConversations, SEARCH_CANDIDATES, windowSides } from './search-rules.ts';
+import { Bm25Stats, CONVERSATIONS_FTS, MESSAGES_FTS, type TextPieces } from './search-bm25.ts';
+import { MessageTexts, TEXT_READ_LIMITS, type TextReadLimits } from './search-texts.ts';
 
 export type { SearchOptions };
 export type { SessionHit, SearchWindowMessage as WindowMessage };
@@ -22,12 +23,15 @@ export const NARROW_FILTER_ROWS = 20_000;
 /** Messages indexed per transaction when a search finds the index behind. */
 const CATCH_UP_BATCH = 2_000;
 
+/** A message that matches: its text as indexed when it is small enough to read whole, else null (read in slices). */
 interface Candidate {
-  user_text: string;
-  assistant_text: string;
-  tool_names: string;
+  id: number;
   conversation_id: number;
   idx: number;
+  bytes: number;
+  user_text: string | null;
+  assistant_text: string | null;
+  tool_names: string;
 }
 
 interface TitleCandidate {
@@ -45,7 +49,17 @@ interface FilteredStatements {
   narrowTitleCandidates: Statement<(string | number)[], TitleCandidate>;
 }
 
-const COLUMNS = 'user_text, assistant_text, tool_names, conversation_id, idx';
+/**
+ * A candidate's columns. The index is contentless (migration 7): each match
+ * looks its message up by id, and its text is read here only when it is at
+ * most `wholeTextBytes` (search-texts.ts reads a bigger one in slices).
+ */
+function candidateFrom(wholeTextBytes: number): string {
+  const small = `s.bytes <= ${Math.floor(wholeTextBytes)}`;
+  return `s.id, s.conversation_id, s.idx, s.bytes, CASE WHEN ${small} THEN s.user_text END AS user_text,
+    CASE WHEN ${small} THEN s.assistant_text END AS assistant_text, s.tool_names
+    FROM messages_fts f JOIN messages_searchable s ON s.id = f.rowid`;
+}
 
 export class SessionSearch {
   readonly #db: Db;
@@ -54,30 +68,33 @@ export class SessionSearch {
   /** Keyed by which filters are set, so each statement's WHERE can use the (agent, sender) index. */
   readonly #filtered = new Map<string, FilteredStatements>();
   readonly #conversation;
-  readonly #window;
+  readonly #texts: MessageTexts;
+  /** The columns and tables every candidate statement reads. */
+  readonly #candidateFrom: string;
   readonly #messageStats: Bm25Stats;
   readonly #titleStats: Bm25Stats;
   readonly #index: SearchIndex;
 
-  /** `index` indexes what was committed since its last batch before each search (search-index.ts). */
-  constructor(db: Db, index: SearchIndex = new SearchIndex(db)) {
+  /**
+   * `index` indexes what was committed since its last batch before each
+   * search (search-index.ts); `limits` say which texts are read in slices.
+   */
+  constructor(db: Db, index: SearchIndex = new SearchIndex(db), limits: TextReadLimits = TEXT_READ_LIMITS) {
     this.#db = db;
     this.#index = index;
+    this.#texts = new MessageTexts(db, limits);
+    this.#candidateFrom = candidateFrom(limits.wholeTextBytes);
     this.#messageStats = new Bm25Stats(db, MESSAGES_FTS);
     this.#titleStats = new Bm25Stats(db, CONVERSATIONS_FTS);
-    // Only the newest SEARCH_CANDIDATES matches are ranked, read with their indexed text (exactly as indexed)
-    // for search-bm25.ts to score: FTS5 walks its doclists newest first and stops there. Ranking every match
-    // made a search's cost grow with the number of matches (PROTOCOL §4.3).
-    this.#candidates = db.prepare<[string, number], Candidate>(`SELECT ${COLUMNS} FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?`);
+    // Only the newest SEARCH_CANDIDATES matches are ranked: FTS5 walks its doclists newest first and stops
+    // there. Ranking every match made a search's cost grow with the number of matches (PROTOCOL §4.3).
+    this.#candidates = db.prepare<[string, number], Candidate>(`SELECT ${this.#candidateFrom} WHERE messages_fts MATCH ? ORDER BY f.rowid DESC LIMIT ?`);
     // Titles and summaries the same way: the newest SEARCH_CANDIDATES matching conversations (rowid = conversations.id).
     this.#titleCandidates = db.prepare<[string, number], TitleCandidate>(
       `SELECT rowid AS id, title, coalesce(summary, '') AS summary FROM conversations_fts WHERE conversations_fts MATCH ? ORDER BY rowid DESC LIMIT ?`,
     );
     this.#conversation = db.prepare<[number], { agent: string; sender: string; title: string; created_at: string; updated_at: string }>(
       'SELECT agent, sender, title, created_at, updated_at FROM conversations WHERE id = ?',
-    );
-    this.#window = db.prepare<[number, number, number], WindowRow>(
-      'SELECT idx, role, content, name, tool_calls FROM messages WHERE conversation_id = ? AND idx BETWEEN ? AND ? ORDER BY idx',
     );
   }
 
@@ -96,15 +113,14 @@ export class SessionSearch {
         FROM (SELECT message_count FROM conversations WHERE ${where('')} LIMIT ${NARROW_FILTER_ROWS + 1})`),
       // A wide filter: FTS5 walks the matches newest first and each looks its conversation up, until enough pass.
       candidates: db.prepare(`
-        SELECT f.user_text, f.assistant_text, f.tool_names, f.conversation_id, f.idx
-        FROM messages_fts f JOIN conversations c ON c.id = f.conversation_id
+        SELECT ${this.#candidateFrom} JOIN conversations c ON c.id = s.conversation_id
         WHERE messages_fts MATCH ? AND ${where('c.')} ORDER BY f.rowid DESC LIMIT ?`),
       // A filter that allows few messages (a turn's own conversation, say) walks those messages instead, each one
       // FTS5 lookup: walking the matches newest first until SEARCH_CANDIDATES pass the filter would read every match.
       narrowCandidates: db.prepare(`
-        SELECT ${COLUMNS} FROM messages_fts
-        WHERE messages_fts MATCH ? AND rowid IN (SELECT id FROM messages WHERE conversation_id ${allowed})
-        ORDER BY rowid DESC LIMIT ?`),
+        SELECT ${this.#candidateFrom}
+        WHERE messages_fts MATCH ? AND f.rowid IN (SELECT id FROM messages WHERE conversation_id ${allowed})
+        ORDER BY f.rowid DESC LIMIT ?`),
       // A join: FTS5 drives and each match looks its conversation up.
       titleCandidates: db.prepare(`
         SELECT f.rowid AS id, f.title, coalesce(f.summary, '') AS summary FROM conversations_fts f JOIN conversations c ON c.id = f.rowid
@@ -117,6 +133,25 @@ export class SessionSearch {
     return f;
   }
 
+  /**
+   * Each candidate's BM25 score, in the statement's order: a small text as
+   * read with the candidates (all of them at most SEARCH_CANDIDATES x
+   * wholeTextBytes), a big one in slices, one at a time.
+   */
+  #scoreCandidates(rows: readonly Candidate[], score: (columns: readonly TextPieces[]) => number): { conversation_id: number; idx: number; score: number }[] {
+    const scored: { conversation_id: number; idx: number; score: number }[] = [];
+    const big: { at: number; id: number; bytes: number }[] = [];
+    for (const r of rows) {
+      if (r.user_text === null || r.assistant_text === null) big.push({ at: scored.length, id: r.id, bytes: r.bytes });
+      scored.push({ conversation_id: r.conversation_id, idx: r.idx, score: r.user_text === null || r.assistant_text === null ? 0 : score([r.user_text, r.assistant_text, r.tool_names]) });
+    }
+    for (const b of big) {
+      const columns = this.#texts.indexed(b.id, b.bytes);
+      scored[b.at]!.score = columns === undefined ? 0 : score(columns); // a message deleted since it matched scores 0
+    }
+    return scored;
+  }
+
   search(o: SearchOptions): SessionHit[] {
     const match = ftsQuery(o.query);
     if (match === null) return [];
@@ -125,29 +160,27 @@ export class SessionSearch {
     const words = queryWords(o.query)!;
     const score = this.#messageStats.scorer(words);
     const titleScore = this.#titleStats.scorer(words);
-    let rows: Candidate[];
     let titles: TitleCandidate[];
+    let rows: Candidate[];
     if (o.agent === null && o.sender === null) {
-      rows = this.#candidates.all(match, SEARCH_CANDIDATES);
       titles = this.#titleCandidates.all(match, SEARCH_CANDIDATES);
+      rows = this.#candidates.all(match, SEARCH_CANDIDATES);
     } else {
       const f = this.#filteredStatements(o.agent, o.sender);
       const values = [o.agent, o.sender].filter((v) => v !== null);
       // Whichever of the filter's rows or the matches is smaller bounds the walk.
       const size = f.allowedSize.get(...values)!;
-      rows = ((size.messages ?? 0) <= NARROW_FILTER_ROWS ? f.narrowCandidates : f.candidates).all(match, ...values, SEARCH_CANDIDATES);
       titles = (size.conversations <= NARROW_FILTER_ROWS ? f.narrowTitleCandidates : f.titleCandidates).all(match, ...values, SEARCH_CANDIDATES);
+      rows = ((size.messages ?? 0) <= NARROW_FILTER_ROWS ? f.narrowCandidates : f.candidates).all(match, ...values, SEARCH_CANDIDATES);
     }
-    const candidates = rows
-      .map((r) => ({ conversation_id: r.conversation_id, idx: r.idx, score: score([r.user_text, r.assistant_text, r.tool_names]) }))
-      .sort((a, b) => b.score - a.score);
+    const candidates = this.#scoreCandidates(rows, score).sort((a, b) => b.score - a.score);
     // Title and summary matches add to their conversation's score.
     const lifts = titles.map((c) => ({ id: c.id, score: titleScore([c.title, c.summary]) }));
     const { before, after } = windowSides(o.contextBefore, o.contextAfter);
     return rankConversations(candidates, lifts, o.limit).flatMap(({ id, idx, score }) => {
       const c = this.#conversation.get(id);
       if (c === undefined) return []; // an index row whose conversation is gone finds nothing
-      const window = this.#window.all(id, Math.max(0, idx - before), idx + after).map((m) => windowEntry(m, words));
+      const window = this.#texts.window(id, Math.max(0, idx - before), idx + after, words);
       return [{ agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window }];
     });
   }

@@ -31,7 +31,9 @@ function bothScores(query: string): [number, number][] {
   index.catchUpAll(10_000);
   const rows = db
     .prepare<[string], { user_text: string; assistant_text: string; tool_names: string; fts: number }>(
-      'SELECT user_text, assistant_text, tool_names, -bm25(messages_fts, 1.5, 1.0, 1.0, 0, 0) AS fts FROM messages_fts WHERE messages_fts MATCH ?',
+      // The index is contentless: the text, exactly as indexed, comes from messages_searchable.
+      `SELECT s.user_text, s.assistant_text, s.tool_names, -bm25(messages_fts, 1.5, 1.0, 1.0) AS fts
+       FROM messages_fts f JOIN messages_searchable s ON s.id = f.rowid WHERE messages_fts MATCH ?`,
     )
     .all(ftsQuery(query)!);
   const score = new Bm25Stats(db, MESSAGES_FTS).scorer(queryWords(query)!);

@@ -108,3 +108,32 @@ describe('search index', () => {
     expect(matches('three')).toBe(1);
   });
 });
+
+describe('migration 7: the contentless index', () => {
+  it('keeps no copy of the text, and a database indexed the old way is indexed again, searchable and deletable', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'agentd-index-v6-')), 'agentd.db');
+    const old = openDatabase(path);
+    migrate(old, path, 6);
+    const oldStore = new ConversationStore(old, new WriteLock(createWriteLockBuffer(), 1));
+    const gone = oldStore.appendTurn({ dbId: null, agent: 'a', sender: 'gone', title: '', stored: 0 }, [user('quince tart'), assistant('ok')]);
+    oldStore.appendTurn({ dbId: null, agent: 'a', sender: 'kept', title: '', stored: 0 }, [user('quince jam'), assistant('sure')]);
+    // Indexed as schema 6 did: the text copied into messages_fts, the watermark at the newest message.
+    old.exec(`INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx)
+      SELECT id, CASE role WHEN 'user' THEN content ELSE '' END, CASE role WHEN 'assistant' THEN content ELSE '' END, '', conversation_id, idx FROM messages;
+      UPDATE fts_watermark SET message_id = (SELECT max(id) FROM messages)`);
+    migrate(old, path);
+    expect(old.prepare<[], { n: number }>("SELECT count(*) AS n FROM messages_fts WHERE messages_fts MATCH 'quince'").get()!.n).toBe(0);
+    const again = new SearchIndex(old);
+    again.catchUpAll(10);
+    const hits = (): string[] =>
+      old
+        .prepare<[], { content: string }>("SELECT m.content FROM messages_fts f JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH 'quince' ORDER BY f.rowid")
+        .all()
+        .map((r) => r.content);
+    expect(hits()).toEqual(['quince tart', 'quince jam']);
+    // Contentless: the index cannot give the text back.
+    expect(old.prepare('SELECT user_text FROM messages_fts').all()).toEqual([{ user_text: null }, { user_text: null }, { user_text: null }, { user_text: null }]);
+    oldStore.delete(gone);
+    expect(hits()).toEqual(['quince jam']);
+  });
+});

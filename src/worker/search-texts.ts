@@ -1,0 +1,105 @@
+/**
+ * A message's text as search reads it, without holding a big one whole
+ * (issue 11: memory proportional to the request). A text of at most
+ * `wholeTextBytes` is read whole; a bigger one in slices of `sliceChars`
+ * characters or an eighth of the text, whichever is more, so that scoring
+ * and snippets hold one slice as a string at a time. SQLite has no partial
+ * read of a text: it loads the whole value for each slice and frees it at
+ * once. Reading a 16 MiB message whole cost a string, its folded copy and
+ * SQLite's copy of the row, every candidate's at once.
+ */
+import type { Statement } from 'better-sqlite3';
+import type { Db } from '../shared/db.ts';
+import { SEARCH_LIMITS } from '../shared/protocol.ts';
+import type { SearchWindowMessage } from '../shared/wire/ops.ts';
+import type { TextPieces } from './search-bm25.ts';
+import { snippetOf, snippetOfSlices, windowEntry, type WindowRow } from './search-rules.ts';
+
+export interface TextReadLimits {
+  /** A text of at most this many bytes of UTF-8 is read whole. */
+  wholeTextBytes: number;
+  /** The fewest characters a slice of a bigger text holds. */
+  sliceChars: number;
+}
+
+/**
+ * Search reads up to SEARCH_CANDIDATES texts with the candidates, so at most
+ * 200 x 64 KiB at once; a bigger text is read alone, in slices.
+ */
+export const TEXT_READ_LIMITS: TextReadLimits = { wholeTextBytes: 64 * 1024, sliceChars: 64 * 1024 };
+/** A big text is read in at most about this many slices (each one loads the whole value in SQLite). */
+const MAX_SLICES = 8;
+
+type IndexedColumn = 'user_text' | 'assistant_text';
+/** A window's message; `content` is null when it is too big to read whole. */
+type WindowRowRead = Omit<WindowRow, 'content'> & { id: number; content: string | null; bytes: number };
+
+export class MessageTexts {
+  readonly #limits: TextReadLimits;
+  readonly #whole;
+  readonly #toolNames;
+  readonly #slice: Record<IndexedColumn, Statement<[number, number, number], { s: string }>>;
+  readonly #contentSlice;
+  readonly #window;
+
+  constructor(db: Db, limits: TextReadLimits = TEXT_READ_LIMITS) {
+    this.#limits = limits;
+    // What is indexed, exactly as indexed (migration 7's view).
+    this.#whole = db.prepare<[number], { user_text: string; assistant_text: string; tool_names: string }>(
+      'SELECT user_text, assistant_text, tool_names FROM messages_searchable WHERE id = ?',
+    );
+    this.#toolNames = db.prepare<[number], { tool_names: string }>('SELECT tool_names FROM messages_searchable WHERE id = ?');
+    // substr counts characters (code points) from 1.
+    this.#slice = {
+      user_text: db.prepare('SELECT substr(user_text, ?, ?) AS s FROM messages_searchable WHERE id = ?'),
+      assistant_text: db.prepare('SELECT substr(assistant_text, ?, ?) AS s FROM messages_searchable WHERE id = ?'),
+    };
+    this.#contentSlice = db.prepare<[number, number, number], { s: string }>('SELECT substr(content, ?, ?) AS s FROM messages WHERE id = ?');
+    // octet_length reads a text's size from its record header, without loading the text.
+    this.#window = db.prepare<[number, number, number, number], WindowRowRead>(`
+      SELECT id, idx, role, CASE WHEN octet_length(content) <= ? THEN content END AS content, octet_length(content) AS bytes, name, tool_calls
+      FROM messages WHERE conversation_id = ? AND idx BETWEEN ? AND ? ORDER BY idx`);
+  }
+
+  /**
+   * A message's indexed columns (user text, assistant text, tool names) as
+   * search-bm25.ts scores them, whole or in slices; undefined when it is gone.
+   * `bytes` is the size of its content.
+   */
+  indexed(id: number, bytes: number): TextPieces[] | undefined {
+    if (bytes <= this.#limits.wholeTextBytes) {
+      const t = this.#whole.get(id);
+      return t === undefined ? undefined : [t.user_text, t.assistant_text, t.tool_names];
+    }
+    const tools = this.#toolNames.get(id);
+    if (tools === undefined) return undefined;
+    const chars = this.#sliceChars(bytes);
+    return [this.#slices('user_text', id, chars), this.#slices('assistant_text', id, chars), tools.tool_names];
+  }
+
+  /** The window's messages of one conversation, idx `from` to `to`, each with a snippet around the first of `words`. */
+  window(conversationId: number, from: number, to: number, words: readonly string[]): SearchWindowMessage[] {
+    const bytes = SEARCH_LIMITS.snippetBytes;
+    return this.#window.all(Math.max(this.#limits.wholeTextBytes, bytes), conversationId, from, to).map((m) =>
+      windowEntry(m, () =>
+        m.content !== null
+          ? snippetOf(m.content, words, bytes)
+          : snippetOfSlices((start, chars) => this.#contentSlice.get(start + 1, chars, m.id)?.s ?? '', words, bytes, this.#sliceChars(m.bytes)),
+      ),
+    );
+  }
+
+  #sliceChars(bytes: number): number {
+    return Math.max(this.#limits.sliceChars, Math.ceil(bytes / MAX_SLICES));
+  }
+
+  /** One column of a big message, a slice at a time, read as it is consumed. */
+  *#slices(column: IndexedColumn, id: number, chars: number): Generator<string> {
+    for (let start = 1; ; start += chars) {
+      const s = this.#slice[column].get(start, chars, id)?.s ?? '';
+      if (s !== '') yield s;
+      // Fewer UTF-16 units than `chars` means fewer characters: the text ends here.
+      if (s.length < chars) return;
+    }
+  }
+}

@@ -12,7 +12,10 @@ import type { SearchOptions } from '../shared/threads.ts';
 import type { SessionHit } from '../shared/wire/ops.ts';
 import { tsQueryText } from './pg-search-text.ts';
 import { SEARCH_LIMITS } from '../shared/protocol.ts';
-import { queryWords, rankConversations, SEARCH_CANDIDATES, snippetOf, windowEntry, windowSides, type RankedConversation, type WindowRow } from './search-rules.ts';
+import {
+  queryWords, rankConversations, SEARCH_CANDIDATES, SNIPPET_LEAD, snippetOf, snippetOfLead, WHOLE_TEXT_BYTES, windowEntry, windowSides,
+  type RankedConversation, type Snippet, type WindowRow,
+} from './search-rules.ts';
 
 /** ts_rank weights {D, C, B, A}: B (assistant text, tool names) 1, A (user text) 1.5. */
 const WEIGHTS = '{0, 0, 0.6666667, 1}';
@@ -48,12 +51,23 @@ const CONVERSATION_HITS = `
 
 const CONVERSATIONS = 'SELECT id, agent, sender, title, created_at, updated_at FROM conversations WHERE id = ANY($1::bigint[])';
 
-/** Every hit's window in one round trip: the rows of each (conversation, idx range). */
+/**
+ * Every hit's window in one round trip: the rows of each (conversation, idx
+ * range). A text over WHOLE_TEXT_BYTES never comes whole: the server cuts it
+ * to `snippetBytes` characters from SNIPPET_LEAD before its first match of
+ * any query word ($4, lower-cased), as snippetOf would ($5 ... $6).
+ */
 const WINDOWS = `
-  SELECT m.conversation_id, m.idx, m.role, m.content, m.name, m.tool_calls
+  SELECT m.conversation_id, m.idx, m.role, m.name, m.tool_calls,
+    CASE WHEN octet_length(m.content) <= ${WHOLE_TEXT_BYTES} THEN m.content END AS content,
+    CASE WHEN octet_length(m.content) > ${WHOLE_TEXT_BYTES} THEN substr(m.content,
+      greatest(1, coalesce((SELECT min(nullif(strpos(lower(m.content), word), 0)) FROM unnest($4::text[]) word), 1) - $5), $6) END AS lead
   FROM unnest($1::bigint[], $2::int[], $3::int[]) AS w(id, lo, hi)
   JOIN messages m ON m.conversation_id = w.id AND m.idx BETWEEN w.lo AND w.hi
   ORDER BY m.conversation_id, m.idx`;
+
+/** A window's message: its text whole, or (over WHOLE_TEXT_BYTES) only where its snippet starts. */
+type WindowRead = Omit<WindowRow, 'content'> & { conversation_id: number; content: string | null; lead: string | null };
 
 export class PgSessionSearch {
   readonly #pool: pg.Pool;
@@ -71,17 +85,20 @@ export class PgSessionSearch {
     const { before, after } = windowSides(o.contextBefore, o.contextAfter);
     const [conversations, windows] = await Promise.all([
       this.#pool.query<{ id: number; agent: string; sender: string; title: string; created_at: string; updated_at: string }>(CONVERSATIONS, [ranked.map((r) => r.id)]),
-      this.#pool.query<WindowRow & { conversation_id: number }>(WINDOWS, [
+      this.#pool.query<WindowRead>(WINDOWS, [
         ranked.map((r) => r.id),
         ranked.map((r) => Math.max(0, r.idx - before)),
         ranked.map((r) => r.idx + after),
+        words,
+        SNIPPET_LEAD,
+        SEARCH_LIMITS.snippetBytes,
       ]),
     ]);
     const byId = new Map(conversations.rows.map((c) => [c.id, c]));
     return ranked.flatMap(({ id, idx, score }) => {
       const c = byId.get(id);
       if (c === undefined) return []; // deleted between the ranking and this read
-      const window = windows.rows.filter((m) => m.conversation_id === id).map((m) => windowEntry(m, () => snippetOf(m.content, words, SEARCH_LIMITS.snippetBytes)));
+      const window = windows.rows.filter((m) => m.conversation_id === id).map((m) => windowEntry(m, () => snippetOfRead(m, words)));
       return [{ agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window }];
     });
   }
@@ -95,4 +112,10 @@ export class PgSessionSearch {
     ]);
     return rankConversations(messages.rows, lifts.rows, o.limit);
   }
+}
+
+/** A window message's snippet, from its whole text or from the server's cut of a big one. */
+function snippetOfRead(m: WindowRead, words: readonly string[]): Snippet {
+  const bytes = SEARCH_LIMITS.snippetBytes;
+  return m.content !== null ? snippetOf(m.content, words, bytes) : snippetOfLead(m.lead ?? '', bytes);
 }

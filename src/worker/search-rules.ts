@@ -15,7 +15,7 @@ export function ftsQuery(query: string): string | null {
 }
 
 /** Characters a snippet shows before the match. */
-const SNIPPET_LEAD = 200;
+export const SNIPPET_LEAD = 200;
 
 export interface Snippet {
   snippet: string;
@@ -66,6 +66,18 @@ export function snippetOf(text: string, words: readonly string[], bytes: number)
 }
 
 /**
+ * A text of at most this many bytes of UTF-8 is read whole for search; a
+ * bigger one is read in slices (SQLite, search-texts.ts) or cut by the
+ * server around its first match (PostgreSQL, pg-search.ts), never whole.
+ */
+export const WHOLE_TEXT_BYTES = 64 * 1024;
+
+/** The snippet of a long text already cut to start where its snippet starts (up to 200 characters before its first match). */
+export function snippetOfLead(lead: string, bytes: number): Snippet {
+  return { snippet: leadingBytes(lead, bytes), truncated: true };
+}
+
+/**
  * snippetOf for a text longer than `bytes` that is too big to read whole:
  * `read(start, n)` gives its characters (code points) from `start`, up to
  * `n`. Slices of `chars` overlap by the longest word, so a match across two
@@ -88,7 +100,7 @@ export function snippetOfSlices(read: (start: number, n: number) => string, word
     if ((at !== -1 && at < start + step) || slice.length < size) break;
   }
   // `bytes` characters hold at least `bytes` bytes of UTF-8.
-  return { snippet: leadingBytes(read(Math.max(0, at - SNIPPET_LEAD), bytes), bytes), truncated: true };
+  return snippetOfLead(read(Math.max(0, at - SNIPPET_LEAD), bytes), bytes);
 }
 
 /**

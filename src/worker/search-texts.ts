@@ -13,7 +13,7 @@ import type { Db } from '../shared/db.ts';
 import { SEARCH_LIMITS } from '../shared/protocol.ts';
 import type { SearchWindowMessage } from '../shared/wire/ops.ts';
 import type { TextPieces } from './search-bm25.ts';
-import { snippetOf, snippetOfSlices, windowEntry, type WindowRow } from './search-rules.ts';
+import { snippetOf, snippetOfSlices, WHOLE_TEXT_BYTES, windowEntry, type WindowRow } from './search-rules.ts';
 
 export interface TextReadLimits {
   /** A text of at most this many bytes of UTF-8 is read whole. */
@@ -26,7 +26,7 @@ export interface TextReadLimits {
  * Search reads up to SEARCH_CANDIDATES texts with the candidates, so at most
  * 200 x 64 KiB at once; a bigger text is read alone, in slices.
  */
-export const TEXT_READ_LIMITS: TextReadLimits = { wholeTextBytes: 64 * 1024, sliceChars: 64 * 1024 };
+export const TEXT_READ_LIMITS: TextReadLimits = { wholeTextBytes: WHOLE_TEXT_BYTES, sliceChars: 64 * 1024 };
 /** A big text is read in at most about this many slices (each one loads the whole value in SQLite). */
 const MAX_SLICES = 8;
 

@@ -2,7 +2,8 @@
  * A TCP relay in front of a PostgreSQL server that remembers how each client
  * session ended: with the protocol's Terminate message ('X', length 4), as a
  * client that closes its connections sends, or cut off mid-conversation, as a
- * process that exits without closing them leaves it.
+ * process that exits without closing them leaves it; and how many bytes the
+ * server has sent its clients.
  */
 import net from 'node:net';
 
@@ -15,6 +16,8 @@ export interface PgProxy {
   ended(): boolean[];
   /** Sessions still open. */
   open(): number;
+  /** Bytes relayed from the server to its clients so far. */
+  fromServer(): number;
   close(): Promise<void>;
 }
 
@@ -22,6 +25,7 @@ export async function startPgProxy(url: string): Promise<PgProxy> {
   const target = new URL(url);
   const ended: boolean[] = [];
   const sockets = new Set<net.Socket>();
+  let fromServer = 0;
   const server = net.createServer((client) => {
     sockets.add(client);
     const upstream = net.connect(Number(target.port || 5432), target.hostname);
@@ -30,7 +34,10 @@ export async function startPgProxy(url: string): Promise<PgProxy> {
       tail = Buffer.concat([tail, chunk]).subarray(-TERMINATE.length);
       upstream.write(chunk);
     });
-    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    upstream.on('data', (chunk: Buffer) => {
+      fromServer += chunk.length;
+      client.write(chunk);
+    });
     let done = false;
     const finish = (): void => {
       if (done) return;
@@ -52,6 +59,7 @@ export async function startPgProxy(url: string): Promise<PgProxy> {
     url: relayed.toString(),
     ended: () => [...ended],
     open: () => sockets.size,
+    fromServer: () => fromServer,
     close: () => {
       for (const s of sockets) s.destroy();
       return new Promise<void>((resolve) => server.close(() => resolve()));

@@ -4,15 +4,17 @@
  * in one statement and turn by turn, text PostgreSQL cannot hold, words its
  * own parser would not split, long messages, and a server that is not there.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { createLogger } from '../../src/shared/log.ts';
 import type { Message } from '../../src/worker/models/types.ts';
 import { createPgConversationStorage, createPgDaemonStorage } from '../../src/worker/pg-store.ts';
 import { INDEXED_CHARS } from '../../src/worker/pg-search-text.ts';
+import { snippetOf, WHOLE_TEXT_BYTES } from '../../src/worker/search-rules.ts';
 import { openPool } from '../../src/worker/pg-pool.ts';
 import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome, TurnRecord } from '../../src/worker/storage-contract.ts';
-import { StopReason } from '../../src/shared/protocol.ts';
+import { SEARCH_LIMITS, StopReason } from '../../src/shared/protocol.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
+import { startPgProxy } from '../helpers/pg-proxy.ts';
 
 const log = createLogger('silent');
 const skip = await pgUnavailable();
@@ -247,6 +249,32 @@ describe.skipIf(skip !== null)('the PostgreSQL store', () => {
     expect((await q('opening')).map((h) => h.sender)).toEqual(['long']);
     expect(INDEXED_CHARS).toBeLessThan(words.length);
     expect(await q('closing')).toEqual([]);
+  });
+
+  it('shows a big message in a window cut around its first match by the server, as snippetOf would cut it whole, without reading it', async () => {
+    await fresh();
+    // The searching side talks through a relay that counts what the server sends.
+    const proxy = await startPgProxy(db.url);
+    const searcher = await createPgDaemonStorage(proxy.url, log);
+    onTestFinished(async () => {
+      await searcher.close();
+      await proxy.close();
+    });
+    const filler = (n: number, seed: number): string => Array.from({ length: n }, (_, i) => `f${(i * seed) % 9973}é`).join(' ');
+    const first = `${filler(9_000, 7)} Needle here ${filler(100, 3)}`; // past WHOLE_TEXT_BYTES, the word at ~70k characters
+    const second = `${filler(25_000, 11)} needle again ${filler(10, 5)}`; // the word past what is indexed
+    expect(Buffer.byteLength(first)).toBeGreaterThan(WHOLE_TEXT_BYTES);
+    expect(await shard.writeTurns([{ conv: ref('big'), messages: [user(first), assistant(second), user('small needle')] }])).toEqual([null]);
+    const sentBefore = proxy.fromServer();
+    const [hit] = await searcher.search({ query: 'needle', limit: 5, contextBefore: 2, contextAfter: 2, agent: null, sender: null });
+    // The two texts are over 300 KB; what came back is the snippets' leads and the rest of the rows.
+    expect(proxy.fromServer() - sentBefore).toBeLessThan(16 * 1024);
+    expect(hit!.window.map((m) => ({ snippet: m.snippet, truncated: m.truncated }))).toEqual([
+      snippetOf(first, ['needle'], SEARCH_LIMITS.snippetBytes),
+      snippetOf(second, ['needle'], SEARCH_LIMITS.snippetBytes),
+      { snippet: 'small needle', truncated: false },
+    ]);
+    expect(hit!.window[0]!.snippet).toContain('Needle here');
   });
 
   it('commits synchronously whatever the URL asks', async () => {

@@ -13,8 +13,10 @@ import {
   EVENT_LENGTH_BYTES,
   writeEventEntry,
   writeFrame,
+  writeFrameHeader,
   writeSectionHeader,
 } from '../shared/byte-layouts.ts';
+import { TextDeltaBody } from './text-delta-body.ts';
 import type { ActiveAnswer, FrameBatch, TurnFinished } from '../shared/threads.ts';
 
 const INITIAL_SECTION_BYTES = 4096;
@@ -34,6 +36,8 @@ export interface FrameOut {
   /** Counts the batches handed to main: replies merge deltas produced within one batch (ChunkCoalescer). */
   readonly batches?: number;
   frame(conn: number, req: number, last: boolean, value: unknown): void;
+  /** A frame `{stream: {<name>: {content}}}` that is not the request's last (a text delta, however long). */
+  textDelta(conn: number, req: number, name: string, content: string): void;
   started(conn: number, req: number): void;
   agentEvent(agent: string, value: unknown): void;
   finished(record: TurnFinished): void;
@@ -74,6 +78,15 @@ export class Outbox implements FrameOut {
     const section = this.#section(conn, HEADER_BYTES + body.length);
     section.len = writeFrame(section.buf, section.len, req, last ? FLAG_LAST : 0, body);
     if (last) this.#done.push(conn, req);
+    this.#schedule();
+  }
+
+  /** Encodes a text delta's frame straight into the section (see TextDeltaBody: no msgpackr buffer per delta). */
+  textDelta(conn: number, req: number, name: string, content: string): void {
+    const body = new TextDeltaBody(name, content);
+    const section = this.#section(conn, HEADER_BYTES + body.length);
+    writeFrameHeader(section.buf, section.len, body.length, req, 0);
+    section.len = body.writeTo(section.buf, section.len + HEADER_BYTES);
     this.#schedule();
   }
 

@@ -16,7 +16,7 @@ export function replayTurn(out: FrameOut, req: TurnRequest, o: TurnOutcome): voi
   if (req.mode === 'stream') {
     out.started(req.conn, req.req);
     out.frame(req.conn, req.req, false, { stream: { start: { agent: o.agent } } });
-    if (o.finalText !== '') out.frame(req.conn, req.req, false, { stream: { chunk: { content: o.finalText } } });
+    if (o.finalText !== '') out.textDelta(req.conn, req.req, 'chunk', o.finalText);
     out.frame(req.conn, req.req, true, { stream: { end } });
   } else if (req.mode === 'send') {
     out.frame(req.conn, req.req, true, sendReply(o));

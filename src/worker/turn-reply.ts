@@ -41,7 +41,7 @@ export class TurnReply {
     this.#streaming = req.mode === 'stream';
     this.#agent = req.guest ?? req.agent;
     const batchNo = (): number => outbox.batches ?? 0;
-    this.#frames = new ChunkCoalescer((name, content) => this.#frame(name, { content }), batchNo);
+    this.#frames = new ChunkCoalescer((name, content) => outbox.textDelta(req.conn, req.req, name, content), batchNo);
     this.#observed = new ChunkCoalescer((name, content) => this.#observe(KIND[name]!, { content }), batchNo);
   }
 

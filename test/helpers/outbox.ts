@@ -19,6 +19,7 @@ export function fakeOutbox(): FrameOut & { frames: Frame[]; finishedAgents: stri
     frames,
     finishedAgents,
     frame: (conn, req, last, value) => frames.push({ conn, req, last, value }),
+    textDelta: (conn, req, name, content) => frames.push({ conn, req, last: false, value: { stream: { [name]: { content } } } }),
     started: () => {},
     turnStarted: () => {},
     turnEnded: () => {},

@@ -126,13 +126,17 @@ describe.skipIf(skip !== null)('forwarding a call to a partition’s owner over 
 
   it('fails a call no node serves, and one the owner stopped serving, as unserved', async () => {
     const prefix = testBucket();
-    const server = new ForwardServer(await nc(), prefix, 'owner', (_p, _b, r) => r.end(), log);
+    const owner = await nc();
+    const server = new ForwardServer(owner, prefix, 'owner', (_p, _b, r) => r.end(), log);
     const client = new ForwardClient(await nc(), prefix, 'entry');
     const none = calling(client, 9, '');
     await waitFor(() => none.out.error !== null, 'the call to fail');
     expect(none.out.error!.reason).toBe('unserved');
     expect(none.out.error!.message).toMatch(/no node serves partition 9 now/);
     server.serve(9);
+    // The owner's subscription reaches the NATS server on its own connection: a call sent on the entry's
+    // connection before the server has it finds no subscriber (seen under a loaded test run).
+    await owner.flush();
     const served = calling(client, 9, '');
     await waitFor(() => served.out.ended, 'the served call to end');
     server.unserve(9);

@@ -1,0 +1,55 @@
+/**
+ * Run as its own process (test/unit/search-memory.test.ts): stores one turn
+ * whose user and assistant messages are argv[2] MiB of text each, then
+ * indexes them for search as a storage thread does, then runs one search
+ * that matches both, and prints how far the process's peak resident memory
+ * (VmHWM) rose above where it stood during each, in bytes, and the
+ * search's hits. Alone in a fresh process so that nothing else moves it.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { migrate, openDatabase } from '../../src/shared/db.ts';
+import { createWriteLockBuffer, ownerToken, WriteLock } from '../../src/shared/write-lock.ts';
+import { ConversationStore } from '../../src/worker/store.ts';
+import { SearchIndex } from '../../src/worker/search-index.ts';
+import { SessionSearch, type SessionHit } from '../../src/worker/search.ts';
+
+const MIB = 1024 * 1024;
+const size = Number(process.argv[2] ?? 16) * MIB;
+const status = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync('/proc/self/status', 'utf8'))![1]) * 1024;
+/** Runs `fn` and returns how far resident memory peaked above where it stood: the peak is reset first (Linux clear_refs 5), so an earlier, higher peak hides nothing. */
+function growthDuring(fn: () => void): number {
+  writeFileSync('/proc/self/clear_refs', '5');
+  const before = status('VmRSS');
+  fn();
+  return status('VmHWM') - before;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'agentd-search-peak-'));
+try {
+  const path = join(dir, 'agentd.db');
+  const writer = openDatabase(path);
+  migrate(writer, path);
+  const store = new ConversationStore(writer, new WriteLock(createWriteLockBuffer(), ownerToken(0)));
+  const small = { dbId: null, agent: 'a', sender: 'small', title: '', stored: 0 };
+  store.writeTurns([{ conv: small, messages: [{ role: 'user', content: 'w w' }, { role: 'assistant', content: 'w' }], outcome: null }]);
+  const text = new Array<string>(size / MIB).fill(Buffer.alloc(MIB, 'w ').toString('latin1')).join('');
+  const big = { dbId: null, agent: 'a', sender: 'big', title: '', stored: 0 };
+  const [result] = store.writeTurns([{ conv: big, messages: [{ role: 'user', content: text }, { role: 'assistant', content: text }], outcome: null }]);
+  if (result instanceof Error) throw result;
+  writer.close();
+
+  // A storage thread's connection of its own, as in the daemon.
+  const db = openDatabase(path);
+  const index = new SearchIndex(db);
+  const search = new SessionSearch(db, index);
+  const indexed = growthDuring(() => index.catchUpAll(500));
+  let hits: SessionHit[] = [];
+  const searched = growthDuring(() => (hits = search.search({ query: 'w', limit: 5, contextBefore: 1, contextAfter: 1, agent: null, sender: null })));
+  const shown = hits.map((h) => ({ sender: h.sender, snippets: h.window.map((m) => m.snippet.length) }));
+  process.stdout.write(JSON.stringify({ indexed, searched, hits: shown }));
+  db.close();
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,39 @@
+/**
+ * What indexing and searching a big turn cost at their peak (issue 11,
+ * memory proportional to the request), beyond where memory stood: a turn
+ * whose user and assistant messages are 16 MiB each, as an echo stream of a
+ * 16 MiB request stores. Measured in a fresh process
+ * (test/helpers/search-peak.ts) with a storage thread's young generation
+ * (storage-pool.ts: a 2 MiB semi-space): indexing both about 0.5x one
+ * message, a search that ranks and shows both about 3.2x. Before the index
+ * stopped copying the text and search read big texts in slices, the same
+ * search read both messages whole, with their folded copies and SQLite's.
+ */
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const MIB = 1024 * 1024;
+const SIZE_MIB = 16;
+const MAX_INDEX_GROWTH = 1.5;
+const MAX_SEARCH_GROWTH = 4.5;
+const SCRIPT = resolve(import.meta.dirname, '../helpers/search-peak.ts');
+
+describe('indexing and searching a big turn', () => {
+  it(`peaks at less than ${MAX_INDEX_GROWTH}x and ${MAX_SEARCH_GROWTH}x one message, and shows both messages' snippets`, { timeout: 120_000 }, async () => {
+    // --max-semi-space-size=2: the young generation a storage thread runs with (maxYoungGenerationSizeMb 6).
+    const { stdout } = await promisify(execFile)(process.execPath, ['--max-semi-space-size=2', '--import', 'tsx', SCRIPT, String(SIZE_MIB)], {
+      cwd: resolve(import.meta.dirname, '../..'),
+    });
+    const { indexed, searched, hits } = JSON.parse(stdout) as { indexed: number; searched: number; hits: unknown };
+    const x = (bytes: number): string => `${(bytes / (SIZE_MIB * MIB)).toFixed(2)}x`;
+    console.log(`${SIZE_MIB} MiB user and assistant messages: indexing +${x(indexed)}, one search +${x(searched)}`);
+    expect(hits).toEqual([
+      { sender: 'big', snippets: [1024, 1024] },
+      { sender: 'small', snippets: [3, 1] },
+    ]);
+    expect(indexed).toBeLessThan(MAX_INDEX_GROWTH * SIZE_MIB * MIB);
+    expect(searched).toBeLessThan(MAX_SEARCH_GROWTH * SIZE_MIB * MIB);
+  });
+});

@@ -36,7 +36,6 @@ type WindowRowRead = Omit<WindowRow, 'content'> & { id: number; content: string 
 
 export class MessageTexts {
   readonly #limits: TextReadLimits;
-  readonly #whole;
   readonly #toolNames;
   readonly #slice: Record<IndexedColumn, Statement<[number, number, number], { s: string }>>;
   readonly #contentSlice;
@@ -45,9 +44,6 @@ export class MessageTexts {
   constructor(db: Db, limits: TextReadLimits = TEXT_READ_LIMITS) {
     this.#limits = limits;
     // What is indexed, exactly as indexed (migration 7's view).
-    this.#whole = db.prepare<[number], { user_text: string; assistant_text: string; tool_names: string }>(
-      'SELECT user_text, assistant_text, tool_names FROM messages_searchable WHERE id = ?',
-    );
     this.#toolNames = db.prepare<[number], { tool_names: string }>('SELECT tool_names FROM messages_searchable WHERE id = ?');
     // substr counts characters (code points) from 1.
     this.#slice = {
@@ -62,15 +58,11 @@ export class MessageTexts {
   }
 
   /**
-   * A message's indexed columns (user text, assistant text, tool names) as
-   * search-bm25.ts scores them, whole or in slices; undefined when it is gone.
-   * `bytes` is the size of its content.
+   * A big message's indexed columns (user text, assistant text, tool names),
+   * the texts in slices read as they are consumed, as search-bm25.ts scores
+   * them; undefined when it is gone. `bytes` is the size of its content.
    */
-  indexed(id: number, bytes: number): TextPieces[] | undefined {
-    if (bytes <= this.#limits.wholeTextBytes) {
-      const t = this.#whole.get(id);
-      return t === undefined ? undefined : [t.user_text, t.assistant_text, t.tool_names];
-    }
+  inSlices(id: number, bytes: number): TextPieces[] | undefined {
     const tools = this.#toolNames.get(id);
     if (tools === undefined) return undefined;
     const chars = this.#sliceChars(bytes);

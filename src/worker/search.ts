@@ -134,22 +134,14 @@ export class SessionSearch {
   }
 
   /**
-   * Each candidate's BM25 score, in the statement's order: a small text as
-   * read with the candidates (all of them at most SEARCH_CANDIDATES x
-   * wholeTextBytes), a big one in slices, one at a time.
+   * A candidate's BM25 score: a small text as read with the candidates (all
+   * of them at most SEARCH_CANDIDATES x wholeTextBytes), a big one read
+   * again by id, in slices (a message deleted since it matched scores 0).
    */
-  #scoreCandidates(rows: readonly Candidate[], score: (columns: readonly TextPieces[]) => number): { conversation_id: number; idx: number; score: number }[] {
-    const scored: { conversation_id: number; idx: number; score: number }[] = [];
-    const big: { at: number; id: number; bytes: number }[] = [];
-    for (const r of rows) {
-      if (r.user_text === null || r.assistant_text === null) big.push({ at: scored.length, id: r.id, bytes: r.bytes });
-      scored.push({ conversation_id: r.conversation_id, idx: r.idx, score: r.user_text === null || r.assistant_text === null ? 0 : score([r.user_text, r.assistant_text, r.tool_names]) });
-    }
-    for (const b of big) {
-      const columns = this.#texts.indexed(b.id, b.bytes);
-      scored[b.at]!.score = columns === undefined ? 0 : score(columns); // a message deleted since it matched scores 0
-    }
-    return scored;
+  #score(score: (columns: readonly TextPieces[]) => number, c: Candidate): number {
+    if (c.user_text !== null && c.assistant_text !== null) return score([c.user_text, c.assistant_text, c.tool_names]);
+    const columns = this.#texts.inSlices(c.id, c.bytes);
+    return columns === undefined ? 0 : score(columns);
   }
 
   search(o: SearchOptions): SessionHit[] {
@@ -160,20 +152,22 @@ export class SessionSearch {
     const words = queryWords(o.query)!;
     const score = this.#messageStats.scorer(words);
     const titleScore = this.#titleStats.scorer(words);
-    let titles: TitleCandidate[];
     let rows: Candidate[];
+    let titles: TitleCandidate[];
     if (o.agent === null && o.sender === null) {
-      titles = this.#titleCandidates.all(match, SEARCH_CANDIDATES);
       rows = this.#candidates.all(match, SEARCH_CANDIDATES);
+      titles = this.#titleCandidates.all(match, SEARCH_CANDIDATES);
     } else {
       const f = this.#filteredStatements(o.agent, o.sender);
       const values = [o.agent, o.sender].filter((v) => v !== null);
       // Whichever of the filter's rows or the matches is smaller bounds the walk.
       const size = f.allowedSize.get(...values)!;
-      titles = (size.conversations <= NARROW_FILTER_ROWS ? f.narrowTitleCandidates : f.titleCandidates).all(match, ...values, SEARCH_CANDIDATES);
       rows = ((size.messages ?? 0) <= NARROW_FILTER_ROWS ? f.narrowCandidates : f.candidates).all(match, ...values, SEARCH_CANDIDATES);
+      titles = (size.conversations <= NARROW_FILTER_ROWS ? f.narrowTitleCandidates : f.titleCandidates).all(match, ...values, SEARCH_CANDIDATES);
     }
-    const candidates = this.#scoreCandidates(rows, score).sort((a, b) => b.score - a.score);
+    const candidates = rows
+      .map((r) => ({ conversation_id: r.conversation_id, idx: r.idx, score: this.#score(score, r) }))
+      .sort((a, b) => b.score - a.score);
     // Title and summary matches add to their conversation's score.
     const lifts = titles.map((c) => ({ id: c.id, score: titleScore([c.title, c.summary]) }));
     const { before, after } = windowSides(o.contextBefore, o.contextAfter);

@@ -125,11 +125,11 @@ const MIGRATIONS: readonly string[] = [
   // doubled the memory of indexing a big message (a 16 MiB message: 3.1x its size
   // at the peak, 1.6x contentless). Search reads the text it ranks and shows from
   // messages, through messages_searchable: the one definition of what is indexed
-  // (user text; assistant text and the names of the tools it called, in call order;
-  // never tool output or arguments), and the size of the message's text in bytes
-  // (octet_length reads it from the record header). contentless_delete lets a delete remove rows
-  // by id alone. The watermark goes back to 0: the storage threads index every
-  // message again, in batches, as they index new ones.
+  // (user text; assistant text and the names of the tools it called, in call
+  // order; never tool output or arguments), with the text's size in bytes
+  // (octet_length reads it from the record header). contentless_delete lets a
+  // delete remove rows by id alone. The watermark goes back to 0: the storage
+  // threads index every message again, in batches, as they index new ones.
   `
   DROP TABLE messages_fts;
   CREATE VIRTUAL TABLE messages_fts USING fts5(

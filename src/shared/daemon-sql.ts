@@ -5,7 +5,7 @@
  * once, in the `prepare` task. The shards' per-conversation SQL lives with
  * them (worker/store.ts).
  */
-import type { Db } from './db.ts';
+import { unindexMessages, type Db } from './db.ts';
 import type { ConversationSummary } from './wire/ops.ts';
 
 type Nullable = string | null;
@@ -45,7 +45,7 @@ export function storageStatements(db: Db) {
     upsertAgent: db.prepare<[string, string, string, string]>(
       'INSERT INTO agents (name, config, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at',
     ),
-    deleteAgentFts: db.prepare<[string]>('DELETE FROM messages_fts WHERE rowid IN (SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.agent = ?)'),
+    deleteAgentFts: db.prepare<[string]>(unindexMessages('conversation_id IN (SELECT id FROM conversations WHERE agent = ?)')),
     deleteAgentTitleFts: db.prepare<[string]>('DELETE FROM conversations_fts WHERE rowid IN (SELECT id FROM conversations WHERE agent = ?)'),
     deleteAgentConversations: db.prepare<[string]>('DELETE FROM conversations WHERE agent = ?'),
     deleteAgentSubscriptions: db.prepare<[string]>('DELETE FROM subscriptions WHERE target_agent = ?'),

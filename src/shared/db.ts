@@ -127,14 +127,16 @@ const MIGRATIONS: readonly string[] = [
   // messages, through messages_searchable: the one definition of what is indexed
   // (user text; assistant text and the names of the tools it called, in call
   // order; never tool output or arguments), with the text's size in bytes
-  // (octet_length reads it from the record header). contentless_delete lets a
-  // delete remove rows by id alone. The watermark goes back to 0: the storage
-  // threads index every message again, in batches, as they index new ones.
+  // (octet_length reads it from the record header). A delete gives FTS5 the
+  // indexed text again, from the view (FTS5's 'delete' command), so that its
+  // row count and token totals, which ranking reads, go down with it
+  // (contentless_delete would only hide the row). The watermark goes back to 0:
+  // the storage threads index every message again, in batches.
   `
   DROP TABLE messages_fts;
   CREATE VIRTUAL TABLE messages_fts USING fts5(
     user_text, assistant_text, tool_names,
-    content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2'
+    content = '', tokenize = 'unicode61 remove_diacritics 2'
   );
   CREATE VIEW messages_searchable AS
   SELECT id, conversation_id, idx, octet_length(content) AS bytes,
@@ -149,6 +151,20 @@ const MIGRATIONS: readonly string[] = [
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * Takes messages out of the index before they are deleted (`where`, a
+ * condition on messages_searchable with `?` for its values, says which): FTS5 is given each one's indexed text again, exactly
+ * as indexed (the view), which lowers the row count and token totals that
+ * ranking reads. Only messages up to the watermark are in the index; taking
+ * out one that is not would subtract what was never added.
+ */
+export function unindexMessages(where: string): string {
+  return `
+  INSERT INTO messages_fts (messages_fts, rowid, user_text, assistant_text, tool_names)
+  SELECT 'delete', id, user_text, assistant_text, tool_names FROM messages_searchable
+  WHERE ${where} AND id <= (SELECT message_id FROM fts_watermark)`;
+}
 
 /** The database's schema is newer than this agentd understands. */
 export class SchemaError extends AgentdError {

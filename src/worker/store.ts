@@ -11,7 +11,7 @@
  */
 import type { Db } from '../shared/db.ts';
 import type { Transaction } from 'better-sqlite3';
-import { now } from '../shared/db.ts';
+import { now, unindexMessages } from '../shared/db.ts';
 import type { StalledTurn } from '../shared/threads.ts';
 import type { Message } from './models/types.ts';
 import { TITLE_CHARS } from './conversation.ts';
@@ -70,7 +70,7 @@ export class ConversationStore {
     this.#insertTitleFts = db.prepare<[number, string]>("INSERT INTO conversations_fts (rowid, title, summary) VALUES (?, ?, '')");
     this.#setSummary = db.prepare<[string, number, string, number]>('UPDATE conversations SET summary = ?, summary_upto = ?, updated_at = ? WHERE id = ?');
     this.#updateSummaryFts = db.prepare<[string, number]>('UPDATE conversations_fts SET summary = ? WHERE rowid = ?');
-    this.#deleteFts = db.prepare<[number]>('DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE conversation_id = ?)');
+    this.#deleteFts = db.prepare<[number]>(unindexMessages('conversation_id = ?'));
     this.#deleteTitleFts = db.prepare<[number]>('DELETE FROM conversations_fts WHERE rowid = ?');
     this.#deleteConversation = db.prepare<[number]>('DELETE FROM conversations WHERE id = ?');
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
 import { ConversationStore } from '../../src/worker/store.ts';
 import { BATCH_TEXT_BYTES, SearchIndex } from '../../src/worker/search-index.ts';
+import { SessionSearch } from '../../src/worker/search.ts';
 import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
 import type { Message } from '../../src/worker/models/types.ts';
 
@@ -114,14 +115,15 @@ describe('migration 7: the contentless index', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'agentd-index-v6-')), 'agentd.db');
     const old = openDatabase(path);
     migrate(old, path, 6);
-    const oldStore = new ConversationStore(old, new WriteLock(createWriteLockBuffer(), 1));
-    const gone = oldStore.appendTurn({ dbId: null, agent: 'a', sender: 'gone', title: '', stored: 0 }, [user('quince tart'), assistant('ok')]);
-    oldStore.appendTurn({ dbId: null, agent: 'a', sender: 'kept', title: '', stored: 0 }, [user('quince jam'), assistant('sure')]);
-    // Indexed as schema 6 did: the text copied into messages_fts, the watermark at the newest message.
-    old.exec(`INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx)
+    // Stored and indexed as schema 6 did: the text copied into messages_fts, the watermark at the newest message.
+    old.exec(`INSERT INTO conversations (id, agent, sender, created_at, updated_at, message_count) VALUES (1, 'a', 'gone', 't', 't', 2), (2, 'a', 'kept', 't', 't', 2);
+      INSERT INTO messages (conversation_id, idx, role, content, created_at) VALUES
+        (1, 0, 'user', 'quince tart', 't'), (1, 1, 'assistant', 'ok', 't'), (2, 0, 'user', 'quince jam', 't'), (2, 1, 'assistant', 'sure', 't');
+      INSERT INTO messages_fts (rowid, user_text, assistant_text, tool_names, conversation_id, idx)
       SELECT id, CASE role WHEN 'user' THEN content ELSE '' END, CASE role WHEN 'assistant' THEN content ELSE '' END, '', conversation_id, idx FROM messages;
       UPDATE fts_watermark SET message_id = (SELECT max(id) FROM messages)`);
     migrate(old, path);
+    const oldStore = new ConversationStore(old, new WriteLock(createWriteLockBuffer(), 1));
     expect(old.prepare<[], { n: number }>("SELECT count(*) AS n FROM messages_fts WHERE messages_fts MATCH 'quince'").get()!.n).toBe(0);
     const again = new SearchIndex(old);
     again.catchUpAll(10);
@@ -133,7 +135,32 @@ describe('migration 7: the contentless index', () => {
     expect(hits()).toEqual(['quince tart', 'quince jam']);
     // Contentless: the index cannot give the text back.
     expect(old.prepare('SELECT user_text FROM messages_fts').all()).toEqual([{ user_text: null }, { user_text: null }, { user_text: null }, { user_text: null }]);
-    oldStore.delete(gone);
+    oldStore.delete(1);
     expect(hits()).toEqual(['quince jam']);
+  });
+});
+
+describe('deleting indexed messages', () => {
+  /** FTS5's row count and token total, which ranking reads (search-bm25.ts). */
+  const totals = (): number[] => {
+    const block = db.prepare<[], { block: Buffer }>('SELECT block FROM messages_fts_data WHERE id = 1').get()!.block;
+    return [...block]; // small values: one varint byte each
+  };
+
+  it('lowers the counts ranking reads, so scores equal those of a database that never held the deleted messages', () => {
+    const ids = Array.from({ length: 10 }, (_, i) => append(`s${i}`, [user(`kiwi apple ${i}`), assistant('ok')]));
+    const lastBig = append('unindexed', [user('kiwi kiwi kiwi')]); // committed, not yet indexed
+    index.catchUp(20);
+    for (const id of ids.slice(1)) store.delete(id);
+    store.delete(lastBig);
+    index.catchUpAll(20);
+    expect(totals()).toEqual([2, 3, 1, 0]); // 2 rows; 3 user tokens, 1 assistant token
+    db.exec("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')");
+    const score = (d: Db): number => new SessionSearch(d).search({ query: 'kiwi apple', limit: 5, contextBefore: 0, contextAfter: 0, agent: null, sender: null })[0]!.score;
+    const fresh = join(mkdtempSync(join(tmpdir(), 'agentd-index-fresh-')), 'agentd.db');
+    const other = openDatabase(fresh);
+    migrate(other, fresh);
+    new ConversationStore(other, new WriteLock(createWriteLockBuffer(), 1)).appendTurn({ dbId: null, agent: 'a', sender: 's0', title: '', stored: 0 }, [user('kiwi apple 0'), assistant('ok')]);
+    expect(score(db)).toBeCloseTo(score(other), 12);
   });
 });

@@ -13,8 +13,8 @@ import type { SessionHit } from '../shared/wire/ops.ts';
 import { tsQueryText } from './pg-search-text.ts';
 import { SEARCH_LIMITS } from '../shared/protocol.ts';
 import {
-  queryWords, rankConversations, SEARCH_CANDIDATES, SNIPPET_LEAD, snippetOf, snippetOfLead, WHOLE_TEXT_BYTES, windowEntry, windowSides,
-  type RankedConversation, type Snippet, type WindowRow,
+  queryWords, rankConversations, SEARCH_CANDIDATES, sliceChars, snippetOf, snippetOfSlicesAsync, WHOLE_TEXT_BYTES, windowEntry, windowSides,
+  type RankedConversation, type SliceRead, type Snippet, type WindowRow,
 } from './search-rules.ts';
 
 /** ts_rank weights {D, C, B, A}: B (assistant text, tool names) 1, A (user text) 1.5. */
@@ -53,21 +53,21 @@ const CONVERSATIONS = 'SELECT id, agent, sender, title, created_at, updated_at F
 
 /**
  * Every hit's window in one round trip: the rows of each (conversation, idx
- * range). A text over WHOLE_TEXT_BYTES never comes whole: the server cuts it
- * to `snippetBytes` characters from SNIPPET_LEAD before its first match of
- * any query word ($4, lower-cased), as snippetOf would ($5 ... $6).
+ * range). A text over WHOLE_TEXT_BYTES does not come whole: its snippet is
+ * read in slices (SLICE), as SQLite's search reads it.
  */
 const WINDOWS = `
-  SELECT m.conversation_id, m.idx, m.role, m.name, m.tool_calls,
-    CASE WHEN octet_length(m.content) <= ${WHOLE_TEXT_BYTES} THEN m.content END AS content,
-    CASE WHEN octet_length(m.content) > ${WHOLE_TEXT_BYTES} THEN substr(m.content,
-      greatest(1, coalesce((SELECT min(nullif(strpos(lower(m.content), word), 0)) FROM unnest($4::text[]) word), 1) - $5), $6) END AS lead
+  SELECT m.id, m.conversation_id, m.idx, m.role, m.name, m.tool_calls, octet_length(m.content) AS bytes,
+    CASE WHEN octet_length(m.content) <= ${WHOLE_TEXT_BYTES} THEN m.content END AS content
   FROM unnest($1::bigint[], $2::int[], $3::int[]) AS w(id, lo, hi)
   JOIN messages m ON m.conversation_id = w.id AND m.idx BETWEEN w.lo AND w.hi
   ORDER BY m.conversation_id, m.idx`;
 
-/** A window's message: its text whole, or (over WHOLE_TEXT_BYTES) only where its snippet starts. */
-type WindowRead = Omit<WindowRow, 'content'> & { conversation_id: number; content: string | null; lead: string | null };
+/** `n` characters of a message's text from character `start` (1-based). */
+const SLICE = 'SELECT substr(content, $2, $3) AS s FROM messages WHERE id = $1';
+
+/** A window's message: its text whole, or null when it is over WHOLE_TEXT_BYTES. */
+type WindowRead = Omit<WindowRow, 'content'> & { id: number; conversation_id: number; bytes: number; content: string | null };
 
 export class PgSessionSearch {
   readonly #pool: pg.Pool;
@@ -89,18 +89,32 @@ export class PgSessionSearch {
         ranked.map((r) => r.id),
         ranked.map((r) => Math.max(0, r.idx - before)),
         ranked.map((r) => r.idx + after),
-        words,
-        SNIPPET_LEAD,
-        SEARCH_LIMITS.snippetBytes,
       ]),
     ]);
+    const snippets = await this.#snippets(windows.rows, words);
     const byId = new Map(conversations.rows.map((c) => [c.id, c]));
     return ranked.flatMap(({ id, idx, score }) => {
       const c = byId.get(id);
       if (c === undefined) return []; // deleted between the ranking and this read
-      const window = windows.rows.filter((m) => m.conversation_id === id).map((m) => windowEntry(m, () => snippetOfRead(m, words)));
+      const window = windows.rows.filter((m) => m.conversation_id === id).map((m) => windowEntry(m, () => snippets.get(m)!));
       return [{ agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window }];
     });
+  }
+
+  /** Each window message's snippet: from its text, or a big one's read in slices, one message at a time. */
+  async #snippets(rows: readonly WindowRead[], words: readonly string[]): Promise<Map<WindowRead, Snippet>> {
+    const bytes = SEARCH_LIMITS.snippetBytes;
+    const out = new Map<WindowRead, Snippet>();
+    for (const m of rows) {
+      if (m.role === 'tool') continue; // a tool message shows no text
+      if (m.content !== null) {
+        out.set(m, snippetOf(m.content, words, bytes));
+        continue;
+      }
+      const read = async ({ start, n }: SliceRead): Promise<string> => (await this.#pool.query<{ s: string }>(SLICE, [m.id, start + 1, n])).rows[0]?.s ?? '';
+      out.set(m, await snippetOfSlicesAsync(read, words, bytes, sliceChars(m.bytes, WHOLE_TEXT_BYTES)));
+    }
+    return out;
   }
 
   /** Each conversation's best message among the best candidates, lifted by a title or summary match; best first, ties to the older. */
@@ -114,8 +128,3 @@ export class PgSessionSearch {
   }
 }
 
-/** A window message's snippet, from its whole text or from the server's cut of a big one. */
-function snippetOfRead(m: WindowRead, words: readonly string[]): Snippet {
-  const bytes = SEARCH_LIMITS.snippetBytes;
-  return m.content !== null ? snippetOf(m.content, words, bytes) : snippetOfLead(m.lead ?? '', bytes);
-}

@@ -34,9 +34,16 @@ const NON_ASCII = /[^\u0000-\u007f]/;
 /** unicode61's token characters: letters, numbers, private use; everything else separates. */
 const TOKEN = /[\p{L}\p{N}\p{Co}]+/gu;
 
-/** The text tokens are read from: Latin diacritics removed, lower-cased. */
+const FINAL_SIGMA = /ς/g;
+
+/**
+ * The text tokens are read from: Latin diacritics removed, lower-cased, and
+ * final sigma folded to σ as unicode61 folds it (toLowerCase makes Σ a ς at
+ * a word's end, so a word cut after its Σ would fold otherwise in pieces).
+ */
 function folded(text: string): string {
-  return (NON_ASCII.test(text) ? text.normalize('NFD').replace(LATIN_DIACRITICS, '').normalize('NFC') : text).toLowerCase();
+  if (!NON_ASCII.test(text)) return text.toLowerCase();
+  return text.normalize('NFD').replace(LATIN_DIACRITICS, '').normalize('NFC').toLowerCase().replace(FINAL_SIGMA, 'σ');
 }
 
 /** unicode61 with remove_diacritics: tokens lower-cased, Latin diacritics removed. */
@@ -49,8 +56,9 @@ export type TextPieces = string | Iterable<string>;
 
 /**
  * A token still open at the end of a piece is held over and joined to the
- * next piece, up to this many characters; a longer one is counted then, as
- * one token that no query word equals, and its rest is skipped.
+ * next piece, up to this many characters or the longest query token's
+ * length, whichever is more; a longer one can equal no query token, so it is
+ * counted then, as one token, and its rest is skipped.
  */
 export const MAX_HELD_TOKEN = 4096;
 const LEADING_TOKEN = new RegExp(`^${TOKEN.source}`, 'u');
@@ -71,12 +79,15 @@ class PhraseCount {
   readonly #span: number;
   /** The last `span` tokens, oldest first at `length % span`. */
   readonly #recent: string[];
+  /** The longest open token held over to the next piece (MAX_HELD_TOKEN). */
+  readonly #holdUpTo: number;
 
   constructor(phrases: readonly (readonly string[])[]) {
     this.#phrases = phrases;
     this.counts = phrases.map(() => 0);
     this.#span = Math.max(0, ...phrases.map((p) => p.length));
     this.#recent = new Array<string>(this.#span);
+    this.#holdUpTo = Math.max(MAX_HELD_TOKEN, ...phrases.flat().map((t) => t.length));
   }
 
   static of(text: TextPieces, phrases: readonly (readonly string[])[]): PhraseCount {
@@ -105,7 +116,7 @@ class PhraseCount {
         skipping = false;
       }
       held = this.#addAllButOpen(source);
-      if (held.length > MAX_HELD_TOKEN) {
+      if (held.length > this.#holdUpTo) {
         this.#add(held);
         held = '';
         skipping = true;

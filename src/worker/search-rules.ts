@@ -15,18 +15,32 @@ export function ftsQuery(query: string): string | null {
 }
 
 /** Characters a snippet shows before the match. */
-export const SNIPPET_LEAD = 200;
+const SNIPPET_LEAD = 200;
 
 export interface Snippet {
   snippet: string;
   truncated: boolean;
 }
 
-/** Where in `lower` (a lower-cased text) the first of `words` starts, or -1. */
-function firstMatch(lower: string, words: readonly string[]): number {
+/**
+ * Lower case for finding a word, unit for unit the same length as `text`
+ * (İ, whose lower case takes two units, becomes i), with final sigma as σ
+ * (toLowerCase picks ς or σ by what follows, which a slice's end changes):
+ * a match's place in it is its place in the text, and a slice finds what
+ * the whole text finds.
+ */
+function matchCase(text: string): string {
+  return text.replace(DOTTED_I, 'i').toLowerCase().replace(FINAL_SIGMA, 'σ');
+}
+const DOTTED_I = /\u0130/g;
+const FINAL_SIGMA = /ς/g;
+
+/** Where in `text` the first of `words` starts (UTF-16 units), or -1. */
+function firstMatch(text: string, words: readonly string[]): number {
+  const lower = matchCase(text);
   let at = -1;
   for (const w of words) {
-    const i = lower.indexOf(w);
+    const i = lower.indexOf(matchCase(w));
     if (i !== -1 && (at === -1 || i < at)) at = i;
   }
   return at;
@@ -45,53 +59,62 @@ function leadingBytes(text: string, bytes: number): string {
   return out;
 }
 
+const isLowSurrogate = (unit: number): boolean => unit >= 0xdc00 && unit <= 0xdfff;
+
 /** How many characters (code points) the first `units` UTF-16 units of `text` hold. */
 function codePointsIn(text: string, units: number): number {
   let n = 0;
-  for (let i = 0; i < units; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0xdc00 || c > 0xdfff) n++;
-  }
+  for (let i = 0; i < units; i++) if (!isLowSurrogate(text.charCodeAt(i))) n++;
   return n;
 }
 
-/** Cuts text to at most `bytes` of UTF-8 around the first match of any word, on character boundaries. */
+/** The UTF-16 index `chars` characters (code points) before index `at` of `text`, or 0. */
+function charsBefore(text: string, at: number, chars: number): number {
+  let i = at;
+  for (let n = 0; n < chars && i > 0; n++) {
+    i--;
+    if (i > 0 && isLowSurrogate(text.charCodeAt(i))) i--;
+  }
+  return i;
+}
+
+/**
+ * Cuts text to at most `bytes` of UTF-8 on character boundaries, starting
+ * SNIPPET_LEAD characters before the first match of any word (at the start
+ * when none matches).
+ */
 export function snippetOf(text: string, words: readonly string[], bytes: number): Snippet {
   if (Buffer.byteLength(text) <= bytes) return { snippet: text, truncated: false };
-  const at = firstMatch(text.toLowerCase(), words);
-  // Start a little before the match so it has context, then take whole characters up to the byte budget.
-  let start = Math.max(0, at - SNIPPET_LEAD);
-  if (start > 0 && /[\udc00-\udfff]/.test(text[start]!)) start--;
-  return { snippet: leadingBytes(text.slice(start), bytes), truncated: true };
+  const at = firstMatch(text, words);
+  return { snippet: leadingBytes(text.slice(at === -1 ? 0 : charsBefore(text, at, SNIPPET_LEAD)), bytes), truncated: true };
 }
 
 /**
  * A text of at most this many bytes of UTF-8 is read whole for search; a
- * bigger one is read in slices (SQLite, search-texts.ts) or cut by the
- * server around its first match (PostgreSQL, pg-search.ts), never whole.
+ * bigger one is read in slices, never whole (search-texts.ts, pg-search.ts).
  */
 export const WHOLE_TEXT_BYTES = 64 * 1024;
 
-/** The snippet of a long text already cut to start where its snippet starts (up to 200 characters before its first match). */
-export function snippetOfLead(lead: string, bytes: number): Snippet {
-  return { snippet: leadingBytes(lead, bytes), truncated: true };
+/** A read of a big text: `n` characters (code points) from character `start` (0-based), fewer at its end. */
+export interface SliceRead {
+  start: number;
+  n: number;
 }
 
 /**
- * snippetOf for a text longer than `bytes` that is too big to read whole:
- * `read(start, n)` gives its characters (code points) from `start`, up to
- * `n`. Slices of `chars` overlap by the longest word, so a match across two
- * is found; the scan stops at the first slice after which no earlier match
- * can appear.
+ * snippetOf for a text longer than `bytes` that is too big to read whole,
+ * as the reads it needs: each yield asks for a slice and is given it. Slices
+ * of `chars` overlap by the longest word, so a match across two is found;
+ * the scan stops at the first slice after which no earlier match can appear.
  */
-export function snippetOfSlices(read: (start: number, n: number) => string, words: readonly string[], bytes: number, chars: number): Snippet {
+function* snippetScan(words: readonly string[], bytes: number, chars: number): Generator<SliceRead, Snippet, string> {
   const longest = Math.max(1, ...words.map((w) => w.length));
   const size = Math.max(chars, 2 * longest);
   const step = size - longest + 1;
   let at = -1;
   for (let start = 0; ; start += step) {
-    const slice = read(start, size);
-    const i = firstMatch(slice.toLowerCase(), words);
+    const slice = yield { start, n: size };
+    const i = firstMatch(slice, words);
     if (i !== -1) {
       const found = start + codePointsIn(slice, i);
       if (at === -1 || found < at) at = found;
@@ -100,7 +123,31 @@ export function snippetOfSlices(read: (start: number, n: number) => string, word
     if ((at !== -1 && at < start + step) || slice.length < size) break;
   }
   // `bytes` characters hold at least `bytes` bytes of UTF-8.
-  return snippetOfLead(read(Math.max(0, at - SNIPPET_LEAD), bytes), bytes);
+  const lead = yield { start: at === -1 ? 0 : Math.max(0, at - SNIPPET_LEAD), n: bytes };
+  return { snippet: leadingBytes(lead, bytes), truncated: true };
+}
+
+/** snippetOf of a big text read by `read`, a slice at a time (SQLite). */
+export function snippetOfSlices(read: (slice: SliceRead) => string, words: readonly string[], bytes: number, chars: number): Snippet {
+  const scan = snippetScan(words, bytes, chars);
+  for (let next = scan.next(''); ; ) {
+    if (next.done) return next.value;
+    next = scan.next(read(next.value));
+  }
+}
+
+/** snippetOf of a big text read by `read`, a slice at a time (PostgreSQL). */
+export async function snippetOfSlicesAsync(read: (slice: SliceRead) => Promise<string>, words: readonly string[], bytes: number, chars: number): Promise<Snippet> {
+  const scan = snippetScan(words, bytes, chars);
+  for (let next = scan.next(''); ; ) {
+    if (next.done) return next.value;
+    next = scan.next(await read(next.value));
+  }
+}
+
+/** Characters of a big text one slice holds: at least `least`, and at most about eight slices in all (each one makes the store load the whole value). */
+export function sliceChars(bytes: number, least: number): number {
+  return Math.max(least, Math.ceil(bytes / 8));
 }
 
 /**

@@ -13,7 +13,7 @@ import type { Db } from '../shared/db.ts';
 import { SEARCH_LIMITS } from '../shared/protocol.ts';
 import type { SearchWindowMessage } from '../shared/wire/ops.ts';
 import type { TextPieces } from './search-bm25.ts';
-import { snippetOf, snippetOfSlices, WHOLE_TEXT_BYTES, windowEntry, type WindowRow } from './search-rules.ts';
+import { sliceChars, snippetOf, snippetOfSlices, WHOLE_TEXT_BYTES, windowEntry, type WindowRow } from './search-rules.ts';
 
 export interface TextReadLimits {
   /** A text of at most this many bytes of UTF-8 is read whole. */
@@ -27,9 +27,6 @@ export interface TextReadLimits {
  * 200 x 64 KiB at once; a bigger text is read alone, in slices.
  */
 export const TEXT_READ_LIMITS: TextReadLimits = { wholeTextBytes: WHOLE_TEXT_BYTES, sliceChars: 64 * 1024 };
-/** A big text is read in at most about this many slices (each one loads the whole value in SQLite). */
-const MAX_SLICES = 8;
-
 type IndexedColumn = 'user_text' | 'assistant_text';
 /** A window's message; `content` is null when it is too big to read whole. */
 type WindowRowRead = Omit<WindowRow, 'content'> & { id: number; content: string | null; bytes: number };
@@ -76,13 +73,13 @@ export class MessageTexts {
       windowEntry(m, () =>
         m.content !== null
           ? snippetOf(m.content, words, bytes)
-          : snippetOfSlices((start, chars) => this.#contentSlice.get(start + 1, chars, m.id)?.s ?? '', words, bytes, this.#sliceChars(m.bytes)),
+          : snippetOfSlices(({ start, n }) => this.#contentSlice.get(start + 1, n, m.id)?.s ?? '', words, bytes, this.#sliceChars(m.bytes)),
       ),
     );
   }
 
   #sliceChars(bytes: number): number {
-    return Math.max(this.#limits.sliceChars, Math.ceil(bytes / MAX_SLICES));
+    return sliceChars(bytes, this.#limits.sliceChars);
   }
 
   /** One column of a big message, a slice at a time, read as it is consumed. */

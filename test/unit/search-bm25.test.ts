@@ -48,7 +48,7 @@ describe('bounded bm25', () => {
   it('agrees with FTS5 bm25() when every word has fewer than IDF_COUNT_CAP matches', () => {
     const texts = [
       'the kiwi is a bird', 'kiwi kiwi kiwi', 'a long message about many things and once a kiwi somewhere in it among other words',
-      'Crème brûlée with KIWI', 'foo_bar and foo bar and bar foo', 'nothing to see', 'bird bird kiwi bird',
+      'Crème brûlée with KIWI', 'foo_bar and foo bar and bar foo', 'nothing to see', 'bird bird kiwi bird', 'ΛΟΓΟΣ λογος kiwi',
     ];
     for (let c = 0; c < 20; c++) {
       store.appendTurn({ dbId: null, agent: 'a', sender: `s${c}`, title: '', stored: 0 }, [
@@ -58,7 +58,7 @@ describe('bounded bm25', () => {
         assistant(`reply ${c}`),
       ]);
     }
-    for (const query of ['kiwi', 'bird kiwi', 'creme', 'foo_bar', 'lookup', 'brûlée bird nothing']) {
+    for (const query of ['kiwi', 'bird kiwi', 'creme', 'foo_bar', 'lookup', 'brûlée bird nothing', 'λογοσ', 'ΛΟΓΟΣ']) {
       const pairs = bothScores(query);
       expect(pairs.length, query).toBeGreaterThan(0);
       for (const [fts, ours] of pairs) expect(ours, query).toBeCloseTo(fts, 9);

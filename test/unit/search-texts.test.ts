@@ -14,7 +14,7 @@ import { ConversationStore } from '../../src/worker/store.ts';
 import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
 import { SessionSearch, type SearchOptions } from '../../src/worker/search.ts';
 import { Bm25Stats, MAX_HELD_TOKEN, MESSAGES_FTS } from '../../src/worker/search-bm25.ts';
-import { snippetOf, snippetOfSlices } from '../../src/worker/search-rules.ts';
+import { snippetOf, snippetOfSlices, type SliceRead } from '../../src/worker/search-rules.ts';
 import type { Message } from '../../src/worker/models/types.ts';
 import { piecesAt } from '../helpers/cuts.ts';
 
@@ -29,11 +29,11 @@ beforeEach(() => {
 });
 
 /** Text over a small alphabet: words repeat, separators vary, some characters fold (case, accents), some take two UTF-16 units. */
-const TEXT_CHARS = ['a', 'b', 'A', 'é', 'ж', '日', ' ', ' ', '.', '_', '🦀', '1'];
+const TEXT_CHARS = ['a', 'b', 'A', 'é', 'ж', '日', ' ', ' ', '.', '_', '🦀', '1', 'Σ', 'ς', 'İ'];
 const textArb = fc.array(fc.constantFrom(...TEXT_CHARS), { minLength: 0, maxLength: 400, size: 'max' }).map((cs) => cs.join(''));
 /** Text no query word matches, so that the first match may lie further in than a snippet's lead. */
-const noiseArb = fc.array(fc.constantFrom('x', 'y', ' ', 'ü', '.'), { maxLength: 700, size: 'max' }).map((cs) => cs.join(''));
-const wordArb = fc.array(fc.constantFrom('a', 'b', 'e', 'ж', '日', '1'), { minLength: 1, maxLength: 3 }).map((cs) => cs.join(''));
+const noiseArb = fc.array(fc.constantFrom('x', 'y', ' ', 'ü', '.', '😀', 'İ'), { maxLength: 700, size: 'max' }).map((cs) => cs.join(''));
+const wordArb = fc.array(fc.constantFrom('a', 'b', 'e', 'ж', '日', '1', 'σ'), { minLength: 1, maxLength: 3 }).map((cs) => cs.join(''));
 
 /** Cuts `text` into pieces on character boundaries (a slice from SQLite never splits a character). */
 function piecesOf(text: string, cuts: number[]): string[] {
@@ -61,14 +61,24 @@ describe('a text read in pieces', () => {
     expect(score([piecesOf(text, cuts), '', ''])).toBeCloseTo(score([text, '', '']), 12);
   });
 
+  it(`counts a query word longer than ${MAX_HELD_TOKEN} characters cut between pieces as the whole text does`, () => {
+    const long = 'k'.repeat(MAX_HELD_TOKEN + 500);
+    const score = new Bm25Stats(db, MESSAGES_FTS).scorer([long, 'kiwi']);
+    const text = `kiwi ${long} kiwi ${long}x ${long}`;
+    const cuts = Array.from({ length: 30 }, (_, i) => 7 + i * 1_111);
+    const whole = score([text, '', '']);
+    expect(whole).toBeGreaterThan(0);
+    expect(score([piecesOf(text, cuts), '', ''])).toBeCloseTo(whole, 12);
+  });
+
   it('shows the snippet of the whole text, whatever the slice size', () => {
     fc.assert(
       fc.property(noiseArb, textArb, fc.array(wordArb, { minLength: 1, maxLength: 3 }), fc.integer({ min: 1, max: 50 }), fc.integer({ min: 8, max: 64 }), (noise, text, words, chars, bytes) => {
-        // The whole text's lead counts UTF-16 units, the sliced one characters: the same without two-unit characters.
-        const bmp = (noise + text).replaceAll('🦀', '日');
-        fc.pre(Buffer.byteLength(bmp) > bytes);
-        const read = (start: number, n: number): string => [...bmp].slice(start, start + n).join('');
-        expect(snippetOfSlices(read, words, bytes, chars)).toEqual(snippetOf(bmp, words, bytes));
+        const whole = noise + text;
+        fc.pre(Buffer.byteLength(whole) > bytes);
+        const characters = [...whole];
+        const read = ({ start, n }: SliceRead): string => characters.slice(start, start + n).join('');
+        expect(snippetOfSlices(read, words, bytes, chars)).toEqual(snippetOf(whole, words, bytes));
       }),
       { numRuns: 500 },
     );
@@ -78,7 +88,7 @@ describe('a text read in pieces', () => {
     // Slices of 10 characters step by 8 (they overlap by the longest word less one): "abc" starts at
     // offset 8 of the slice [296, 306), which holds only its "ab"; "b" is found there at 305.
     const text = `${Array.from({ length: 304 }, (_, i) => String.fromCharCode(0x4e00 + i)).join('')}abc tail`;
-    const read = (start: number, n: number): string => [...text].slice(start, start + n).join('');
+    const read = ({ start, n }: SliceRead): string => [...text].slice(start, start + n).join('');
     expect(snippetOfSlices(read, ['abc', 'b'], 16, 10)).toEqual(snippetOf(text, ['abc', 'b'], 16));
   });
 });

@@ -74,6 +74,12 @@ export class SessionSearch {
   readonly #messageStats: Bm25Stats;
   readonly #titleStats: Bm25Stats;
   readonly #index: SearchIndex;
+  /**
+   * Runs a search in one read transaction: a big text read in slices is one
+   * message throughout, even if its conversation is deleted meanwhile and its
+   * id given to a new message.
+   */
+  readonly #inOneSnapshot: (o: SearchOptions, match: string) => SessionHit[];
 
   /**
    * `index` indexes what was committed since its last batch before each
@@ -84,6 +90,7 @@ export class SessionSearch {
     this.#index = index;
     this.#texts = new MessageTexts(db, limits);
     this.#candidateFrom = candidateFrom(limits.wholeTextBytes);
+    this.#inOneSnapshot = db.transaction((o: SearchOptions, match: string) => this.#searchIndexed(o, match));
     this.#messageStats = new Bm25Stats(db, MESSAGES_FTS);
     this.#titleStats = new Bm25Stats(db, CONVERSATIONS_FTS);
     // Only the newest SEARCH_CANDIDATES matches are ranked: FTS5 walks its doclists newest first and stops
@@ -149,6 +156,11 @@ export class SessionSearch {
     if (match === null) return [];
     // Every turn that ended before this search is committed: index it first, so the search sees it.
     this.#index.catchUpAll(CATCH_UP_BATCH);
+    return this.#inOneSnapshot(o, match);
+  }
+
+  /** The search itself, every read in one snapshot (see #inOneSnapshot). */
+  #searchIndexed(o: SearchOptions, match: string): SessionHit[] {
     const words = queryWords(o.query)!;
     const score = this.#messageStats.scorer(words);
     const titleScore = this.#titleStats.scorer(words);

@@ -64,5 +64,9 @@ export const DEFAULT_SENDER = 'user';
 
 export const PROTOCOL_VERSION = 1;
 
-/** search_sessions bounds (PROTOCOL §4). */
-export const SEARCH_LIMITS = { defaultLimit: 5, maxLimit: 20, defaultContext: 4, maxWindow: 16, snippetBytes: 1024 } as const;
+/**
+ * search_sessions bounds (PROTOCOL §4). maxQueryBytes: a query's UTF-8 size;
+ * scoring compares each stored token with the query's, so a query of
+ * thousands of words made one search cost billions of comparisons.
+ */
+export const SEARCH_LIMITS = { defaultLimit: 5, maxLimit: 20, defaultContext: 4, maxWindow: 16, snippetBytes: 1024, maxQueryBytes: 1024 } as const;

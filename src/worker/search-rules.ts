@@ -7,9 +7,14 @@
 import { SEARCH_LIMITS } from '../shared/protocol.ts';
 import type { SearchWindowMessage } from '../shared/wire/ops.ts';
 
-/** The words of a query, each quoted as an FTS5 string: operators and punctuation lose all meaning. */
+/**
+ * The words of a query, each quoted as an FTS5 string: operators and
+ * punctuation lose all meaning. Only its first SEARCH_LIMITS.maxQueryBytes
+ * count: a client's longer query is refused before it gets here, and a
+ * search from inside a turn (a model's tool call, a harness) is cut.
+ */
 export function ftsQuery(query: string): string | null {
-  const words = query.match(/[\p{L}\p{N}_]+/gu);
+  const words = leadingBytes(query, SEARCH_LIMITS.maxQueryBytes).match(/[\p{L}\p{N}_]+/gu);
   if (words === null) return null;
   return [...new Set(words.map((w) => w.toLowerCase()))].map((w) => `"${w}"`).join(' OR ');
 }

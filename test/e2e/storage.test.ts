@@ -105,6 +105,12 @@ describe('durable conversations', () => {
     expect((await search({ query: 'durian', sender: 's3' })).map((h) => h.sender)).toEqual(['s3']);
     expect(await search({ query: 'durian', agent: 'slow' })).toEqual([]);
     await expect(c.request('search_sessions', { query: 5 })).rejects.toMatchObject({ code: 400 });
+    // A query is at most 1,024 bytes of UTF-8: 512 two-byte characters pass, one more byte does not.
+    expect(await search({ query: 'ж'.repeat(512) })).toEqual([]);
+    await expect(c.request('search_sessions', { query: `${'ж'.repeat(512)}a` })).rejects.toMatchObject({
+      code: 400,
+      message: 'search_sessions.query must be at most 1024 bytes of UTF-8',
+    });
 
     await c.request('delete_conversation', { agent: 'assistant', sender: 's3' });
     expect((await search({ query: 'durian', sender: 's3' }))).toEqual([]);

@@ -29,6 +29,14 @@ const assistant = (content: string): Message => ({ role: 'assistant', content })
 const q = (query: string, o: Partial<SearchOptions> = {}) =>
   search.search({ query, limit: 5, contextBefore: 4, contextAfter: 4, agent: null, sender: null, ...o });
 
+describe('a query from inside a turn', () => {
+  it('counts only its first 1,024 bytes, cut on a character boundary', () => {
+    const words = (q: string): string[] => ftsQuery(q)!.split(' OR ');
+    expect(words(`${'a'.repeat(1020)} kiwi fig`)).toEqual([`"${'a'.repeat(1020)}"`, '"kiw"']);
+    expect(words(`${'a'.repeat(1021)} жфig`)).toEqual([`"${'a'.repeat(1021)}"`, '"ж"']);
+  });
+});
+
 describe('session search', () => {
   it('a filter by sender alone finds its conversations through an index, not by reading them all', () => {
     const plan = db.prepare('EXPLAIN QUERY PLAN SELECT message_count FROM conversations WHERE sender = ?').all('bob') as { detail: string }[];

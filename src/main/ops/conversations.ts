@@ -3,6 +3,7 @@
  * its turns); lists and searches over all conversations go to the storage pool.
  */
 import { SEARCH_LIMITS } from '../../shared/protocol.ts';
+import { AgentdError, Code } from '../../shared/errors.ts';
 import type { StorageTask } from '../../shared/threads.ts';
 import type { Args } from '../../shared/args.ts';
 import { op, ROUTED, type ArgReader, type DispatchContext, type Handler, type OpTable } from './op-table.ts';
@@ -21,6 +22,9 @@ function stored(ctx: DispatchContext, task: StorageTask, empty: unknown): unknow
 
 function searchSessions(ctx: DispatchContext, args: Args, read: ArgReader): unknown {
   const query = read.str(args, 'query');
+  if (Buffer.byteLength(query) > SEARCH_LIMITS.maxQueryBytes) {
+    throw new AgentdError(Code.BadRequest, `search_sessions.query must be at most ${SEARCH_LIMITS.maxQueryBytes} bytes of UTF-8`);
+  }
   const none = { session_hits: { hits: [] } };
   const task: StorageTask = {
     op: 'search_sessions',

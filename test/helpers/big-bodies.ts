@@ -1,4 +1,4 @@
-/** Hostile request bodies built by hand, byte by byte, for the bounded-decoding tests. */
+/** Big request bodies and texts built by hand: hostile bodies for the bounded-decoding tests, big texts for the memory tests. */
 
 const KEY_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -19,4 +19,15 @@ export function bigMapBody(keys: number): Uint8Array {
     body[at + 5] = 0x00;
   }
   return body;
+}
+
+/**
+ * `mib` MiB of two-byte words ("w w ..."), flat, as a shard's decoded content
+ * is (a repeat() result is a rope that binding would flatten), and joined from
+ * 1 MiB pieces, so that no freed block of the whole size is left for a later
+ * allocation to reuse (the memory peak scripts measure that allocation).
+ */
+export function bigWords(mib: number): string {
+  const MIB = 1024 * 1024;
+  return new Array<string>(mib).fill(Buffer.alloc(MIB, 'w ').toString('latin1')).join('');
 }

@@ -6,12 +6,10 @@
  * (VmHWM) rose above where it stood during each, in bytes, and the
  * search's hits. Alone in a fresh process so that nothing else moves it.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { migrate, openDatabase } from '../../src/shared/db.ts';
-import { createWriteLockBuffer, ownerToken, WriteLock } from '../../src/shared/write-lock.ts';
-import { ConversationStore } from '../../src/worker/store.ts';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { openDatabase } from '../../src/shared/db.ts';
+import { freshStore } from './sqlite-store.ts';
+import { bigWords } from './big-bodies.ts';
 import { SearchIndex } from '../../src/worker/search-index.ts';
 import { SessionSearch, type SessionHit } from '../../src/worker/search.ts';
 
@@ -26,15 +24,11 @@ function growthDuring(fn: () => void): number {
   return status('VmHWM') - before;
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'agentd-search-peak-'));
+const { dir, path, db: writer, store } = freshStore('search-peak');
 try {
-  const path = join(dir, 'agentd.db');
-  const writer = openDatabase(path);
-  migrate(writer, path);
-  const store = new ConversationStore(writer, new WriteLock(createWriteLockBuffer(), ownerToken(0)));
   const small = { dbId: null, agent: 'a', sender: 'small', title: '', stored: 0 };
   store.writeTurns([{ conv: small, messages: [{ role: 'user', content: 'w w' }, { role: 'assistant', content: 'w' }], outcome: null }]);
-  const text = new Array<string>(size / MIB).fill(Buffer.alloc(MIB, 'w ').toString('latin1')).join('');
+  const text = bigWords(size / MIB);
   const big = { dbId: null, agent: 'a', sender: 'big', title: '', stored: 0 };
   const [result] = store.writeTurns([{ conv: big, messages: [{ role: 'user', content: text }, { role: 'assistant', content: text }], outcome: null }]);
   if (result instanceof Error) throw result;

@@ -1,25 +1,19 @@
 /** search-bm25.ts scores as FTS5's bm25() does, at a bounded cost: checked against bm25() on a real index. */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
-import { ConversationStore } from '../../src/worker/store.ts';
+import type { Db } from '../../src/shared/db.ts';
+import type { ConversationStore } from '../../src/worker/store.ts';
 import { SearchIndex } from '../../src/worker/search-index.ts';
-import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
 import { Bm25Stats, CONVERSATIONS_FTS, IDF_COUNT_CAP, MESSAGES_FTS, tokens } from '../../src/worker/search-bm25.ts';
 import { queryWords, ftsQuery } from '../../src/worker/search-rules.ts';
 import type { Message } from '../../src/worker/models/types.ts';
+import { freshStore } from '../helpers/sqlite-store.ts';
 
 let db: Db;
 let store: ConversationStore;
 let index: SearchIndex;
 
 beforeEach(() => {
-  const path = join(mkdtempSync(join(tmpdir(), 'agentd-bm25-')), 'agentd.db');
-  db = openDatabase(path);
-  migrate(db, path);
-  store = new ConversationStore(db, new WriteLock(createWriteLockBuffer(), 1));
+  ({ db, store } = freshStore('bm25'));
   index = new SearchIndex(db);
 });
 

@@ -9,16 +9,14 @@ import { BATCH_TEXT_BYTES, SearchIndex } from '../../src/worker/search-index.ts'
 import { SessionSearch } from '../../src/worker/search.ts';
 import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
 import type { Message } from '../../src/worker/models/types.ts';
+import { freshStore } from '../helpers/sqlite-store.ts';
 
 let db: Db;
 let store: ConversationStore;
 let index: SearchIndex;
 
 beforeEach(() => {
-  const path = join(mkdtempSync(join(tmpdir(), 'agentd-index-')), 'agentd.db');
-  db = openDatabase(path);
-  migrate(db, path);
-  store = new ConversationStore(db, new WriteLock(createWriteLockBuffer(), 1));
+  ({ db, store } = freshStore('index'));
   index = new SearchIndex(db);
 });
 
@@ -157,10 +155,8 @@ describe('deleting indexed messages', () => {
     expect(totals()).toEqual([2, 3, 1, 0]); // 2 rows; 3 user tokens, 1 assistant token
     db.exec("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')");
     const score = (d: Db): number => new SessionSearch(d).search({ query: 'kiwi apple', limit: 5, contextBefore: 0, contextAfter: 0, agent: null, sender: null })[0]!.score;
-    const fresh = join(mkdtempSync(join(tmpdir(), 'agentd-index-fresh-')), 'agentd.db');
-    const other = openDatabase(fresh);
-    migrate(other, fresh);
-    new ConversationStore(other, new WriteLock(createWriteLockBuffer(), 1)).appendTurn({ dbId: null, agent: 'a', sender: 's0', title: '', stored: 0 }, [user('kiwi apple 0'), assistant('ok')]);
-    expect(score(db)).toBeCloseTo(score(other), 12);
+    const other = freshStore('index-fresh');
+    other.store.appendTurn({ dbId: null, agent: 'a', sender: 's0', title: '', stored: 0 }, [user('kiwi apple 0'), assistant('ok')]);
+    expect(score(db)).toBeCloseTo(score(other.db), 12);
   });
 });

@@ -6,26 +6,20 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
-import { ConversationStore } from '../../src/worker/store.ts';
-import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
+import type { Db } from '../../src/shared/db.ts';
+import type { ConversationStore } from '../../src/worker/store.ts';
 import { SessionSearch, type SearchOptions } from '../../src/worker/search.ts';
 import { Bm25Stats, MAX_HELD_TOKEN, MESSAGES_FTS } from '../../src/worker/search-bm25.ts';
 import { snippetOf, snippetOfSlices, type SliceRead } from '../../src/worker/search-rules.ts';
 import type { Message } from '../../src/worker/models/types.ts';
 import { piecesAt } from '../helpers/cuts.ts';
+import { freshStore } from '../helpers/sqlite-store.ts';
 
 let db: Db;
 let store: ConversationStore;
 
 beforeEach(() => {
-  const path = join(mkdtempSync(join(tmpdir(), 'agentd-texts-')), 'agentd.db');
-  db = openDatabase(path);
-  migrate(db, path);
-  store = new ConversationStore(db, new WriteLock(createWriteLockBuffer(), 1));
+  ({ db, store } = freshStore('texts'));
 });
 
 /** Text over a small alphabet: words repeat, separators vary, some characters fold (case, accents), some take two UTF-16 units. */

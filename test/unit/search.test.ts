@@ -1,23 +1,17 @@
 /** Session search rules, against a real database built through the shard's own store. */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
-import { ConversationStore } from '../../src/worker/store.ts';
-import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
+import type { Db } from '../../src/shared/db.ts';
+import type { ConversationStore } from '../../src/worker/store.ts';
 import { ftsQuery, NARROW_FILTER_ROWS, SessionSearch, snippetOf, type SearchOptions } from '../../src/worker/search.ts';
 import type { Message } from '../../src/worker/models/types.ts';
+import { freshStore } from '../helpers/sqlite-store.ts';
 
 let db: Db;
 let store: ConversationStore;
 let search: SessionSearch;
 
 beforeEach(() => {
-  const path = join(mkdtempSync(join(tmpdir(), 'agentd-search-')), 'agentd.db');
-  db = openDatabase(path);
-  migrate(db, path);
-  store = new ConversationStore(db, new WriteLock(createWriteLockBuffer(), 1));
+  ({ db, store } = freshStore('search'));
   search = new SessionSearch(db);
 });
 

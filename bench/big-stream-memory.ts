@@ -6,8 +6,9 @@
  *
  * Each run starts a daemon (2 shards, echo model, SQLite) on a fresh home,
  * sends one small turn, then streams one request of `--mib` MiB of two-byte
- * words and reads the answer whole. It prints the daemon's peak resident
- * memory (VmHWM, all threads) growth over the request size three times:
+ * words and reads the answer whole. It prints how far the daemon's peak
+ * resident memory (VmHWM, all threads) rose above where it stood just before
+ * the request (the peak is reset there first), over the request size, three times:
  * when the client has read `end` (the turn, including its commit), once the
  * storage threads have indexed the two messages for search (2 s later), and
  * after one `search_sessions` that matches them. Runs of one build spread by
@@ -26,7 +27,13 @@ const MIB = 1024 * 1024;
 const size = Number(values.mib) * MIB;
 const AGENTD = resolve(import.meta.dirname, '..', 'bin', 'agentd.mjs');
 
-const peak = (pid: number): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+const status = (pid: number, field: string): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+const peak = (pid: number): number => status(pid, 'VmHWM');
+/** Resets the peak to where memory stands now (Linux clear_refs 5) and returns that: an earlier, higher peak (start-up) would hide growth. */
+function resetPeak(pid: number): number {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  return status(pid, 'VmRSS');
+}
 
 async function run(): Promise<{ atEnd: number; indexed: number; searched: number }> {
   const home = mkdtempSync(join(tmpdir(), 'agentd-bigmem-'));
@@ -40,7 +47,7 @@ async function run(): Promise<{ atEnd: number; indexed: number; searched: number
     });
     const c = await AgentdClient.connect({ path: join(home, 'run', 'agentd.sock') });
     await c.send('assistant', 'warm up', { sender: 'warm' });
-    const before = peak(proc.pid!);
+    const before = resetPeak(proc.pid!);
     const content = 'w '.repeat(size / 2);
     let text = 0;
     for await (const ev of c.stream('assistant', content, { sender: 'big' })) if (ev.type === 'chunk') text += ev.content.length;

@@ -190,9 +190,10 @@ export class Connection implements FrameSink {
   }
 
   /** Writes ready-encoded frames, then applies flow control to this connection only. */
-  write(frames: Uint8Array): void {
+  /** Queues `frames`; `written` runs once the socket is done with their bytes (sent, or the socket destroyed). */
+  write(frames: Uint8Array, written?: () => void): void {
     if (this.#state === 'closed') return;
-    this.#socket.write(frames);
+    this.#socket.write(frames, written && ((): void => written()));
     const queued = this.#socket.writableLength;
     if (queued > this.#limits.hardLimitBytes && this.#reading) {
       // A paused socket is not read, so this is one read's own replies, unread,

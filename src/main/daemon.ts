@@ -272,7 +272,12 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
       mcpPort: mcp.portForShard(), writerPort: writer?.portForShard() ?? null,
       fences: cluster === null ? null : { partitions: cluster.fences.partitions, buffer: cluster.fences.buffer },
     }),
-    deliver: (conn, frames) => (connections.get(conn) ?? cluster?.forwarded(conn))?.write(frames),
+    // A forwarded call keeps views of the bytes: it takes no `written`, so their buffer stays in main.
+    deliver: (conn, frames, written) => {
+      const local = connections.get(conn);
+      if (local !== undefined) local.write(frames, written);
+      else cluster?.forwarded(conn)?.write(frames);
+    },
     agentEvents,
     finished: ({ agent, text, depth, chain }) => {
       bus.publish(`agent:${agent}:done`, text, depth, chain).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));

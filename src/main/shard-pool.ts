@@ -44,6 +44,7 @@ import type { WriterPortMessage } from '../shared/writer-threads.ts';
 import { ownerToken, WriteLock } from '../shared/write-lock.ts';
 import { lostVerdict, TurnLedger, type OpenTurn } from './turn-ledger.ts';
 import { ShardWatchdog } from './shard-watchdog.ts';
+import { OutputReturns, type Written } from './output-returns.ts';
 
 /** How a request is answered if its shard dies: `stream` needs `start`+`end`, the others one error. */
 export type RequestKind = 'stream' | 'rr';
@@ -93,8 +94,12 @@ type PoolInit = 'heartbeat' | 'heartbeatMs' | 'stalled';
 export interface ShardOutputs {
   /** The start-up message of shard `index`; called again for a replacement. */
   init(index: number): Omit<ShardInit, PoolInit>;
-  /** Writes ready-encoded frames to connection `conn` (dropped if it is gone). */
-  deliver(conn: number, frames: Uint8Array): void;
+  /**
+   * Writes ready-encoded frames to connection `conn` (dropped if it is gone).
+   * `written`, when given, is called once the write no longer needs the bytes
+   * (they view a shard's buffer, which then goes back to it); never calling it is safe.
+   */
+  deliver(conn: number, frames: Uint8Array, written?: Written): void;
   /** A batch of encoded `agent_event` bodies, with the agent of each, for the observers. */
   agentEvents(agents: readonly string[], bodies: readonly Uint8Array[]): void;
   /** A turn finished: the bus publishes `agent:<name>:done`. */
@@ -134,6 +139,7 @@ export class ShardPool {
   #idleWaiters: (() => void)[] = [];
   readonly #flush = (): void => this.#flushAll();
   readonly #ledger = new TurnLedger();
+  readonly #returns = new OutputReturns();
   readonly #watchdog: ShardWatchdog;
   #outputs: ShardOutputs | null = null;
   #stalls = 0;
@@ -331,6 +337,14 @@ export class ShardPool {
     });
   }
 
+  /** Writes each connection's section; the buffer goes back to the shard once every write is done (OutputReturns). */
+  #deliverSections(shard: ShardThread, sections: ArrayBuffer, bytes: number, outputs: ShardOutputs): void {
+    const worker = shard.worker; // null while a frozen shard is being replaced: its buffers stay here
+    const lease = worker === null ? null : this.#returns.lease(worker, sections, () => shard.worker === worker);
+    forEachSection(Buffer.from(sections, 0, bytes), (conn, frames) => outputs.deliver(conn, frames, lease?.hold()));
+    lease?.done();
+  }
+
   #onBatch(shard: ShardThread, batch: FrameBatch, outputs: ShardOutputs): void {
     const { started, done } = batch;
     for (let i = 0; i < started.length; i += 2) {
@@ -338,7 +352,7 @@ export class ShardPool {
       if (f !== undefined) f.started = true;
     }
     for (const seq of batch.turnsStarted) this.#ledger.started(seq);
-    if (batch.sections !== null) forEachSection(Buffer.from(batch.sections), (conn, frames) => outputs.deliver(conn, frames));
+    if (batch.sections !== null) this.#deliverSections(shard, batch.sections, batch.sectionsBytes, outputs);
     if (batch.agentEvents !== null) {
       outputs.agentEvents(batch.agentEventAgents, readEventList(Buffer.from(batch.agentEvents), batch.agentEventAgents.length));
     }

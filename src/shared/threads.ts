@@ -192,6 +192,23 @@ export interface ShutdownRequest {
 }
 
 /**
+ * Sections buffers whose every socket write has completed, handed back by
+ * main so the shard packs later batches into them instead of allocating:
+ * main allocates too little to collect often, so each batch of a long
+ * stream would otherwise wait there as garbage (bench/big-stream-memory.ts).
+ * Only buffers of OUTPUT_REUSE_MIN_BYTES to OUTPUT_REUSE_MAX_BYTES travel back.
+ */
+export interface OutputBuffers {
+  type: 'output_buffers';
+  buffers: ArrayBuffer[];
+}
+
+/** Smaller sections buffers are left to the collector: a long stream's batches are larger, a small turn's are not worth a message. */
+export const OUTPUT_REUSE_MIN_BYTES = 32 * 1024;
+/** A bigger buffer (one burst) is not kept: memory returns after a big reply. */
+export const OUTPUT_REUSE_MAX_BYTES = 1024 * 1024;
+
+/**
  * The last message a shard gets, after shutdown's grace: close the store (a
  * PostgreSQL pool says goodbye to the server instead of vanishing), then answer
  * `stopped`. Main terminates the thread after that, or after a bound.
@@ -220,6 +237,8 @@ export interface ActiveAnswer {
 export interface FrameBatch {
   type: 'frames';
   sections: ArrayBuffer | null;
+  /** Bytes of `sections` in use: a buffer main handed back (OutputBuffers) may be longer. */
+  sectionsBytes: number;
   started: number[];
   done: number[];
   activeAnswers: ActiveAnswer[];

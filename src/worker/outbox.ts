@@ -17,13 +17,15 @@ import {
   writeSectionHeader,
 } from '../shared/byte-layouts.ts';
 import { TextDeltaBody } from './text-delta-body.ts';
-import type { ActiveAnswer, FrameBatch, TurnFinished } from '../shared/threads.ts';
+import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type ActiveAnswer, type FrameBatch, type TurnFinished } from '../shared/threads.ts';
 
 const INITIAL_SECTION_BYTES = 4096;
 /** Section buffers kept for reuse between flushes. */
 const SPARE_LIMIT = 64;
 /** A buffer grown past this for one big batch is dropped, not kept: memory returns after a big reply. */
 const KEEP_BUFFER_BYTES = 1024 * 1024;
+/** Sections buffers main handed back, kept for the next batches (a stream has a few in flight at once). */
+const REUSABLE_LIMIT = 8;
 
 export type PostBatch = (batch: FrameBatch, transfer: ArrayBuffer[]) => void;
 
@@ -52,6 +54,8 @@ export class Outbox implements FrameOut {
   readonly #post: PostBatch;
   #sections = new Map<number, GrowableBytes>();
   #spare: Buffer[] = [];
+  /** Sections buffers main handed back once written (OutputBuffers), smallest first. */
+  #reusable: ArrayBuffer[] = [];
   #started: number[] = [];
   #done: number[] = [];
   #activeAnswers: ActiveAnswer[] = [];
@@ -143,6 +147,24 @@ export class Outbox implements FrameOut {
     return section;
   }
 
+  /** Keeps sections buffers main has finished writing, for later batches. */
+  reuse(buffers: readonly ArrayBuffer[]): void {
+    for (const b of buffers) if (this.#reusable.length < REUSABLE_LIMIT) this.#reusable.push(b);
+    this.#reusable.sort((a, b) => a.byteLength - b.byteLength);
+  }
+
+  /**
+   * A buffer for `total` bytes of sections: a handed-back one that fits, else
+   * a new one, rounded up to a power of two when main will hand it back, so
+   * that the next batches of about the same size fit it.
+   */
+  #sectionsBuffer(total: number): ArrayBuffer {
+    if (total < OUTPUT_REUSE_MIN_BYTES || total > OUTPUT_REUSE_MAX_BYTES) return new ArrayBuffer(total);
+    const at = this.#reusable.findIndex((b) => b.byteLength >= total);
+    if (at >= 0) return this.#reusable.splice(at, 1)[0]!;
+    return new ArrayBuffer(Math.min(OUTPUT_REUSE_MAX_BYTES, 2 ** Math.ceil(Math.log2(total))));
+  }
+
   #schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
@@ -151,13 +173,13 @@ export class Outbox implements FrameOut {
     setImmediate(this.#flushNow);
   }
 
-  /** Packs every section into one buffer to transfer; null when there are none. */
-  #takeSections(): ArrayBuffer | null {
+  /** Packs every section into one buffer to transfer, with the bytes used; null when there are none. */
+  #takeSections(): { packed: ArrayBuffer; bytes: number } | null {
     let total = 0;
     for (const s of this.#sections.values()) total += SECTION_HEADER_BYTES + s.len;
     if (total === 0) return null;
-    const packed = new ArrayBuffer(total);
-    const out = Buffer.from(packed);
+    const packed = this.#sectionsBuffer(total);
+    const out = Buffer.from(packed, 0, total);
     let at = 0;
     for (const [conn, s] of this.#sections) {
       writeSectionHeader(out, at, conn, s.len);
@@ -166,7 +188,7 @@ export class Outbox implements FrameOut {
       if (this.#spare.length < SPARE_LIMIT && s.buf.length <= KEEP_BUFFER_BYTES) this.#spare.push(s.buf);
     }
     this.#sections.clear();
-    return packed;
+    return { packed, bytes: total };
   }
 
   #takeEvents(): ArrayBuffer | null {
@@ -191,7 +213,8 @@ export class Outbox implements FrameOut {
     if (sections === null && agentEvents === null && this.#empty) return;
     const batch: FrameBatch = {
       type: 'frames',
-      sections,
+      sections: sections?.packed ?? null,
+      sectionsBytes: sections?.bytes ?? 0,
       started: this.#started,
       done: this.#done,
       activeAnswers: this.#activeAnswers,
@@ -211,7 +234,7 @@ export class Outbox implements FrameOut {
     this.#eventAgents = [];
     this.#finished = [];
     const transfer: ArrayBuffer[] = [];
-    if (sections !== null) transfer.push(sections);
+    if (sections !== null) transfer.push(sections.packed);
     if (agentEvents !== null) transfer.push(agentEvents);
     this.#post(batch, transfer);
   }

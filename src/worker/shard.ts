@@ -6,7 +6,7 @@
  * main, and sends back batches of ready-encoded frames.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { FromShard, ShardInit, StopRequest, ToShard } from '../shared/threads.ts';
+import type { FromShard, OutputBuffers, ShardInit, StopRequest, ToShard } from '../shared/threads.ts';
 import { createLogger } from '../shared/log.ts';
 import { decodeTurnContent } from '../shared/codec.ts';
 import { Outbox } from './outbox.ts';
@@ -51,9 +51,10 @@ async function stop(): Promise<void> {
   port.postMessage({ type: 'stopped' } satisfies FromShard);
 }
 
-port.on('message', (batch: ToShard[] | WriterPortMessage | StopRequest) => {
+port.on('message', (batch: ToShard[] | WriterPortMessage | StopRequest | OutputBuffers) => {
   if (!Array.isArray(batch)) {
     if (batch.type === 'stop') return void stop();
+    if (batch.type === 'output_buffers') return outbox.reuse(batch.buffers);
     // Main replaced the turn writer: batches waiting on the old one have failed already.
     return writer?.attach(batch.port);
   }

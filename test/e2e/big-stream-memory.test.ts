@@ -15,8 +15,8 @@
  * MiB: the request bytes in shared memory (1x, main keeps them to store a
  * stalled turn), the request as a string in the shard (1x), SQLite's copy of
  * the bound value and of the row it builds (2x), and buffers V8 has not yet
- * collected (main's socket reads and the shard's output batches; V8 collects
- * them once some 64 MB of them pile up). The commit's own cost is held by a
+ * collected (main's socket reads; the shard's output buffers go back to it
+ * for reuse once written, src/main/output-returns.ts). The commit's own cost is held by a
  * deterministic test (test/unit/store-commit-memory.test.ts). After `end` a
  * storage thread indexes the two messages (about 1.6x for a moment); a search
  * reads a big text in slices (search-texts.ts). AGENTD_BIG_STREAM_MIB picks

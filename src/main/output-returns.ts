@@ -1,0 +1,84 @@
+/**
+ * Hands a shard's sections buffers back to it once main has written them
+ * (OutputBuffers in threads.ts). Main allocates few objects per byte it
+ * writes, so its young generation fills, and its garbage is collected,
+ * rarely: without this, every batch of a long stream waited in main as a
+ * dead buffer (about the size of the whole answer for a 16 MiB echo stream).
+ *
+ * A buffer goes back only when every write of it has completed: a socket
+ * write's callback runs once libuv is done with the bytes. A write that
+ * never reports (a cluster-forwarded call, which queues views of the bytes)
+ * keeps the buffer here, and the collector takes it as before.
+ */
+import type { Worker } from 'node:worker_threads';
+import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type OutputBuffers } from '../shared/threads.ts';
+
+/** Called once the bytes handed with it are written (or their connection is gone); calling it again does nothing. */
+export type Written = () => void;
+
+/** One sections buffer while its sections are written: counts the writes still holding it. */
+export class OutputLease {
+  /** The delivering loop's own hold, released by `done()` once every section is handed out. */
+  #holds = 1;
+  readonly #onFree: () => void;
+
+  constructor(onFree: () => void) {
+    this.#onFree = onFree;
+  }
+
+  /** A hold for one write: the buffer is not handed back before it is released. */
+  hold(): Written {
+    this.#holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#release();
+    };
+  }
+
+  /** Every section has been handed to its connection. */
+  done(): void {
+    this.#release();
+  }
+
+  #release(): void {
+    if (--this.#holds === 0) this.#onFree();
+  }
+}
+
+/** Most buffers waiting to go back to one shard; beyond it they are left to the collector. */
+const PENDING_LIMIT = 16;
+
+/** Collects each shard's written buffers and posts them back together, once per event-loop turn. */
+export class OutputReturns {
+  readonly #pending = new Map<Worker, ArrayBuffer[]>();
+  #scheduled = false;
+  readonly #flushNow = (): void => this.#flush();
+
+  /** A lease on `buffer` from `worker`, or null when the buffer is not the kind that goes back. */
+  lease(worker: Worker, buffer: ArrayBuffer, isCurrent: () => boolean): OutputLease | null {
+    if (buffer.byteLength < OUTPUT_REUSE_MIN_BYTES || buffer.byteLength > OUTPUT_REUSE_MAX_BYTES) return null;
+    return new OutputLease(() => {
+      // A replaced shard's buffers are not sent to its successor: it never made them.
+      if (isCurrent()) this.#add(worker, buffer);
+    });
+  }
+
+  #add(worker: Worker, buffer: ArrayBuffer): void {
+    let list = this.#pending.get(worker);
+    if (list === undefined) this.#pending.set(worker, (list = []));
+    if (list.length >= PENDING_LIMIT) return;
+    list.push(buffer);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(this.#flushNow);
+    }
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    for (const [worker, buffers] of this.#pending) worker.postMessage({ type: 'output_buffers', buffers } satisfies OutputBuffers, buffers);
+    this.#pending.clear();
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * Sections buffers go back to their shard once main has written them
+ * (OutputBuffers): the outbox packs later batches into a handed-back buffer,
+ * and main hands one back only when every write holding it has completed.
+ */
+import type { Worker } from 'node:worker_threads';
+import { describe, expect, it } from 'vitest';
+import { Outbox } from '../../src/worker/outbox.ts';
+import { OutputReturns } from '../../src/main/output-returns.ts';
+import { forEachSection, HEADER_BYTES } from '../../src/shared/byte-layouts.ts';
+import { decodeBody } from '../../src/shared/codec.ts';
+import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type FrameBatch, type OutputBuffers } from '../../src/shared/threads.ts';
+
+/** An outbox whose batches are kept, with their transferred buffers. */
+function keptOutbox(): { outbox: Outbox; batches: FrameBatch[] } {
+  const batches: FrameBatch[] = [];
+  return { outbox: new Outbox((batch) => batches.push(batch)), batches };
+}
+
+/** The text deltas of a batch, by connection, read back from the bytes in use. */
+function deltas(batch: FrameBatch): Map<number, string> {
+  const texts = new Map<number, string>();
+  forEachSection(Buffer.from(batch.sections!, 0, batch.sectionsBytes), (conn, frames) => {
+    let text = '';
+    for (let at = 0; at < frames.length; ) {
+      const length = frames.readUInt32BE(at);
+      const body = decodeBody(frames.subarray(at + HEADER_BYTES, at + HEADER_BYTES + length)) as { stream: { chunk: { content: string } } };
+      text += body.stream.chunk.content;
+      at += HEADER_BYTES + length;
+    }
+    texts.set(conn, text);
+  });
+  return texts;
+}
+
+const text = (bytes: number, letter: string): string => letter.repeat(bytes);
+
+describe('the outbox with handed-back buffers', () => {
+  it('packs a batch into a handed-back buffer that fits, and says how many of its bytes are used', () => {
+    const { outbox, batches } = keptOutbox();
+    outbox.textDelta(1, 7, 'chunk', text(40_000, 'a'));
+    outbox.flush();
+    const first = batches[0]!;
+    // Rounded up to a power of two, so that later batches of about the same size fit it.
+    expect(first.sections!.byteLength).toBe(65_536);
+    expect(deltas(first).get(1)).toBe(text(40_000, 'a'));
+
+    outbox.reuse([first.sections!]);
+    outbox.textDelta(2, 8, 'chunk', text(50_000, 'b'));
+    outbox.flush();
+    const second = batches[1]!;
+    expect(second.sections).toBe(first.sections);
+    expect(second.sectionsBytes).toBeLessThan(second.sections!.byteLength);
+    expect(deltas(second)).toEqual(new Map([[2, text(50_000, 'b')]]));
+  });
+
+  it('allocates when no handed-back buffer is big enough, and small or huge batches get a buffer of their exact size', () => {
+    const { outbox, batches } = keptOutbox();
+    outbox.reuse([new ArrayBuffer(OUTPUT_REUSE_MIN_BYTES)]);
+    outbox.textDelta(1, 1, 'chunk', text(100_000, 'c'));
+    outbox.flush();
+    expect(batches[0]!.sections!.byteLength).toBe(131_072);
+    outbox.textDelta(1, 2, 'chunk', 'small');
+    outbox.flush();
+    expect(batches[1]!.sections!.byteLength).toBe(batches[1]!.sectionsBytes);
+    outbox.textDelta(1, 3, 'chunk', text(OUTPUT_REUSE_MAX_BYTES + 1, 'd'));
+    outbox.flush();
+    expect(batches[2]!.sections!.byteLength).toBe(batches[2]!.sectionsBytes);
+  });
+});
+
+/** A stand-in for a shard's Worker that records what main posts to it. */
+function fakeWorker(): { worker: Worker; posts: { msg: OutputBuffers; transfer: ArrayBuffer[] }[] } {
+  const posts: { msg: OutputBuffers; transfer: ArrayBuffer[] }[] = [];
+  const worker = { postMessage: (msg: OutputBuffers, transfer: ArrayBuffer[]) => posts.push({ msg, transfer }) } as unknown as Worker;
+  return { worker, posts };
+}
+
+const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('main handing buffers back', () => {
+  it('hands a buffer back only once every write of it has completed, with the buffer transferred', async () => {
+    const returns = new OutputReturns();
+    const { worker, posts } = fakeWorker();
+    const buffer = new ArrayBuffer(65_536);
+    const lease = returns.lease(worker, buffer, () => true)!;
+    const first = lease.hold();
+    const second = lease.hold();
+    lease.done();
+    first();
+    first(); // a second call of one hold changes nothing
+    await nextTurn();
+    expect(posts).toEqual([]);
+    second();
+    await nextTurn();
+    expect(posts).toEqual([{ msg: { type: 'output_buffers', buffers: [buffer] }, transfer: [buffer] }]);
+  });
+
+  it('keeps what a write never reports, what is not worth returning, and what a replaced shard made', async () => {
+    const returns = new OutputReturns();
+    const { worker, posts } = fakeWorker();
+    expect(returns.lease(worker, new ArrayBuffer(OUTPUT_REUSE_MIN_BYTES - 1), () => true)).toBeNull();
+    expect(returns.lease(worker, new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES + 1), () => true)).toBeNull();
+    const unreported = returns.lease(worker, new ArrayBuffer(65_536), () => true)!;
+    unreported.hold(); // a forwarded call: never released
+    unreported.done();
+    const replaced = returns.lease(worker, new ArrayBuffer(65_536), () => false)!;
+    replaced.done();
+    await nextTurn();
+    expect(posts).toEqual([]);
+  });
+
+  it('sends the buffers written in one event-loop turn together', async () => {
+    const returns = new OutputReturns();
+    const { worker, posts } = fakeWorker();
+    const buffers = [new ArrayBuffer(65_536), new ArrayBuffer(131_072)];
+    for (const b of buffers) returns.lease(worker, b, () => true)!.done();
+    await nextTurn();
+    expect(posts).toHaveLength(1);
+    expect(posts[0]!.msg.buffers).toEqual(buffers);
+  });
+});

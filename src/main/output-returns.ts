@@ -13,6 +13,9 @@
 import type { Worker } from 'node:worker_threads';
 import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type OutputBuffers } from '../shared/threads.ts';
 
+/** Where a shard's buffers are posted: its Worker. */
+type ShardPort = Pick<Worker, 'postMessage'>;
+
 /** Called once the bytes handed with it are written (or their connection is gone); calling it again does nothing. */
 export type Written = () => void;
 
@@ -20,6 +23,7 @@ export type Written = () => void;
 export class OutputLease {
   /** The delivering loop's own hold, released by `done()` once every section is handed out. */
   #holds = 1;
+  #done = false;
   readonly #onFree: () => void;
 
   constructor(onFree: () => void) {
@@ -37,8 +41,10 @@ export class OutputLease {
     };
   }
 
-  /** Every section has been handed to its connection. */
+  /** Every section has been handed to its connection; calling it again does nothing. */
   done(): void {
+    if (this.#done) return;
+    this.#done = true;
     this.#release();
   }
 
@@ -52,12 +58,12 @@ const PENDING_LIMIT = 16;
 
 /** Collects each shard's written buffers and posts them back together, once per event-loop turn. */
 export class OutputReturns {
-  readonly #pending = new Map<Worker, ArrayBuffer[]>();
+  readonly #pending = new Map<ShardPort, ArrayBuffer[]>();
   #scheduled = false;
   readonly #flushNow = (): void => this.#flush();
 
   /** A lease on `buffer` from `worker`, or null when the buffer is not the kind that goes back. */
-  lease(worker: Worker, buffer: ArrayBuffer, isCurrent: () => boolean): OutputLease | null {
+  lease(worker: ShardPort, buffer: ArrayBuffer, isCurrent: () => boolean): OutputLease | null {
     if (buffer.byteLength < OUTPUT_REUSE_MIN_BYTES || buffer.byteLength > OUTPUT_REUSE_MAX_BYTES) return null;
     return new OutputLease(() => {
       // A replaced shard's buffers are not sent to its successor: it never made them.
@@ -65,7 +71,7 @@ export class OutputReturns {
     });
   }
 
-  #add(worker: Worker, buffer: ArrayBuffer): void {
+  #add(worker: ShardPort, buffer: ArrayBuffer): void {
     let list = this.#pending.get(worker);
     if (list === undefined) this.#pending.set(worker, (list = []));
     if (list.length >= PENDING_LIMIT) return;
@@ -78,7 +84,14 @@ export class OutputReturns {
 
   #flush(): void {
     this.#scheduled = false;
-    for (const [worker, buffers] of this.#pending) worker.postMessage({ type: 'output_buffers', buffers } satisfies OutputBuffers, buffers);
+    const pending = [...this.#pending];
     this.#pending.clear();
+    for (const [worker, buffers] of pending) {
+      try {
+        worker.postMessage({ type: 'output_buffers', buffers } satisfies OutputBuffers, buffers);
+      } catch {
+        // A post that cannot be made (DataCloneError: a buffer listed twice) is only a missed reuse: the shard allocates a new one.
+      }
+    }
   }
 }

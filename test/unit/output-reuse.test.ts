@@ -3,7 +3,7 @@
  * (OutputBuffers): the outbox packs later batches into a handed-back buffer,
  * and main hands one back only when every write holding it has completed.
  */
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { Outbox } from '../../src/worker/outbox.ts';
 import { OutputReturns } from '../../src/main/output-returns.ts';
@@ -69,54 +69,89 @@ describe('the outbox with handed-back buffers', () => {
   });
 });
 
-/** A stand-in for a shard's Worker that records what main posts to it. */
-function fakeWorker(): { worker: Worker; posts: { msg: OutputBuffers; transfer: ArrayBuffer[] }[] } {
-  const posts: { msg: OutputBuffers; transfer: ArrayBuffer[] }[] = [];
-  const worker = { postMessage: (msg: OutputBuffers, transfer: ArrayBuffer[]) => posts.push({ msg, transfer }) } as unknown as Worker;
-  return { worker, posts };
+/**
+ * A shard's end of a real MessageChannel, so transfers detach as they would
+ * to a Worker; `posts` records what arrives, and `marked` resolves when a
+ * post of no buffers (the test's marker) arrives.
+ */
+function fakeWorker(): { worker: MessagePort; posts: OutputBuffers[]; marked: () => Promise<void> } {
+  const { port1, port2 } = new MessageChannel();
+  const posts: OutputBuffers[] = [];
+  let wake: () => void = () => undefined;
+  port2.on('message', (msg: OutputBuffers) => {
+    if (msg.buffers.length === 0) wake();
+    else posts.push(msg);
+  });
+  port2.unref();
+  const marked = () => new Promise<void>((resolve) => (wake = resolve));
+  return { worker: port1, posts, marked };
 }
 
 const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/** What arrived at the shard's end once main's flush has run: a marker posted after it arrives after anything main posted. */
+async function received(channel: ReturnType<typeof fakeWorker>): Promise<OutputBuffers[]> {
+  await nextTurn();
+  const marker = channel.marked();
+  channel.worker.postMessage({ type: 'output_buffers', buffers: [] } satisfies OutputBuffers);
+  await marker;
+  return channel.posts.splice(0);
+}
+
 describe('main handing buffers back', () => {
-  it('hands a buffer back only once every write of it has completed, with the buffer transferred', async () => {
+  it('hands a buffer back only once every write of it has completed, transferred (detached in main)', async () => {
     const returns = new OutputReturns();
-    const { worker, posts } = fakeWorker();
+    const channel = fakeWorker();
     const buffer = new ArrayBuffer(65_536);
-    const lease = returns.lease(worker, buffer, () => true)!;
+    new Uint8Array(buffer)[7] = 42;
+    const lease = returns.lease(channel.worker, buffer, () => true)!;
     const first = lease.hold();
     const second = lease.hold();
     lease.done();
+    lease.done(); // a second done changes nothing
     first();
-    first(); // a second call of one hold changes nothing
-    await nextTurn();
-    expect(posts).toEqual([]);
+    first(); // nor a second call of one hold
+    expect(await received(channel)).toEqual([]);
     second();
-    await nextTurn();
-    expect(posts).toEqual([{ msg: { type: 'output_buffers', buffers: [buffer] }, transfer: [buffer] }]);
+    const [back] = await received(channel);
+    expect(buffer.byteLength).toBe(0);
+    expect(back!.buffers).toHaveLength(1);
+    expect(back!.buffers[0]!.byteLength).toBe(65_536);
+    expect(new Uint8Array(back!.buffers[0]!)[7]).toBe(42);
   });
 
   it('keeps what a write never reports, what is not worth returning, and what a replaced shard made', async () => {
     const returns = new OutputReturns();
-    const { worker, posts } = fakeWorker();
-    expect(returns.lease(worker, new ArrayBuffer(OUTPUT_REUSE_MIN_BYTES - 1), () => true)).toBeNull();
-    expect(returns.lease(worker, new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES + 1), () => true)).toBeNull();
-    const unreported = returns.lease(worker, new ArrayBuffer(65_536), () => true)!;
+    const channel = fakeWorker();
+    expect(returns.lease(channel.worker, new ArrayBuffer(OUTPUT_REUSE_MIN_BYTES - 1), () => true)).toBeNull();
+    expect(returns.lease(channel.worker, new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES + 1), () => true)).toBeNull();
+    const unreported = returns.lease(channel.worker, new ArrayBuffer(65_536), () => true)!;
     unreported.hold(); // a forwarded call: never released
     unreported.done();
-    const replaced = returns.lease(worker, new ArrayBuffer(65_536), () => false)!;
+    const replaced = returns.lease(channel.worker, new ArrayBuffer(65_536), () => false)!;
     replaced.done();
-    await nextTurn();
-    expect(posts).toEqual([]);
+    expect(await received(channel)).toEqual([]);
   });
 
   it('sends the buffers written in one event-loop turn together', async () => {
     const returns = new OutputReturns();
-    const { worker, posts } = fakeWorker();
-    const buffers = [new ArrayBuffer(65_536), new ArrayBuffer(131_072)];
-    for (const b of buffers) returns.lease(worker, b, () => true)!.done();
-    await nextTurn();
-    expect(posts).toHaveLength(1);
-    expect(posts[0]!.msg.buffers).toEqual(buffers);
+    const channel = fakeWorker();
+    const sizes = [65_536, 131_072];
+    for (const size of sizes) returns.lease(channel.worker, new ArrayBuffer(size), () => true)!.done();
+    const back = await received(channel);
+    expect(back).toHaveLength(1);
+    expect(back[0]!.buffers.map((b) => b.byteLength)).toEqual(sizes);
+  });
+
+  it('does not throw when a post cannot be made, and still sends the other shards theirs', async () => {
+    const returns = new OutputReturns();
+    const [broken, healthy] = [fakeWorker(), fakeWorker()];
+    // One buffer leased twice would be listed twice, and a transfer list with a duplicate throws DataCloneError.
+    const twice = new ArrayBuffer(65_536);
+    returns.lease(broken.worker, twice, () => true)!.done();
+    returns.lease(broken.worker, twice, () => true)!.done();
+    returns.lease(healthy.worker, new ArrayBuffer(65_536), () => true)!.done();
+    expect(await received(broken)).toEqual([]);
+    expect((await received(healthy)).map((m) => m.buffers.length)).toEqual([1]);
   });
 });

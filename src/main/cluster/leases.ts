@@ -77,6 +77,8 @@ interface PartEntry extends Seen {
 
 const enc = new TextEncoder();
 
+const sameNodes = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((name, i) => name === b[i]);
+
 /** Why a node stopped serving a partition. */
 export type LossReason = 'lease' | 'rebalance' | 'taken' | 'stop';
 
@@ -108,6 +110,13 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   #beatTimer: NodeJS.Timeout | null = null;
   /** The revision of the last acknowledged heartbeat. */
   #lastBeat = 0;
+  /**
+   * performance.now() since when this node could see the bucket: its first
+   * heartbeat, or the first one acknowledged after its lease ran out. A node
+   * cut off from NATS received nobody's heartbeats, so silence from before
+   * this moment does not count against the others (see #heardAt).
+   */
+  #sightSince = 0;
   #beat: Promise<unknown> = Promise.resolve();
   #ready: Promise<void> | null = null;
   #stopped = false;
@@ -147,9 +156,20 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     const now = performance.now();
     const live: string[] = [];
     for (const [name, seen] of this.#nodes) {
-      if (name === this.node ? now < this.#validUntil : now - seen.at < this.leaseMs * GONE_AFTER) live.push(name);
+      if (name === this.node ? now < this.#validUntil : now - this.#heardAt(seen) < this.leaseMs * GONE_AFTER) live.push(name);
     }
     return live.sort();
+  }
+
+  /**
+   * When this node last heard from another, for judging it gone: its last
+   * heartbeat's arrival, but no earlier than since when this node could see.
+   * Back from an outage, a node would otherwise count every other node as
+   * gone (their heartbeats could not reach it) and take partitions their
+   * renewed leases still cover.
+   */
+  #heardAt(seen: Seen): number {
+    return Math.max(seen.at, this.#sightSince);
   }
 
   /**
@@ -263,6 +283,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     try {
       const revision = await this.#kv!.put(`node.${this.node}`, enc.encode(JSON.stringify({ node: this.node })));
       if (this.#stopped) return revision;
+      if (sentAt >= this.#validUntil) this.#sightSince = performance.now();
       this.#lastBeat = Math.max(this.#lastBeat, revision);
       this.#validUntil = Math.max(this.#validUntil, sentAt + this.leaseMs * LEASE_SAFETY);
       this.#armExpiry();
@@ -314,7 +335,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     const now = performance.now();
     let delay = this.leaseMs / HEARTBEATS_PER_LEASE;
     for (const [name, seen] of this.#nodes) {
-      const left = seen.at + this.leaseMs * GONE_AFTER - now;
+      const left = this.#heardAt(seen) + this.leaseMs * GONE_AFTER - now;
       if (name !== this.node && left >= 0) delay = Math.min(delay, left + 1);
     }
     return delay;
@@ -341,6 +362,8 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     await Promise.all(releases);
     for (let p = 0; p < this.partitions; p++) {
       if (this.#stopped || performance.now() >= this.#validUntil) return;
+      // A node heard from while this round awaited its takes may have taken partitions of its own meanwhile: the next round decides anew.
+      if (!sameNodes(this.liveNodes(), live)) return;
       const entry = this.#parts.get(p);
       if (this.#served.has(p)) continue;
       if (targets[p] !== this.node) continue;

@@ -189,10 +189,13 @@ export class Connection implements FrameSink {
     }
   }
 
-  /** Writes ready-encoded frames, then applies flow control to this connection only. */
-  /** Queues `frames`; `written` runs once the socket is done with their bytes (sent, or the socket destroyed). */
+  /**
+   * Writes ready-encoded frames, then applies flow control to this connection
+   * only. `written` runs once the socket is done with their bytes: sent, the
+   * socket destroyed, or at once when the connection is already closed.
+   */
   write(frames: Uint8Array, written?: () => void): void {
-    if (this.#state === 'closed') return;
+    if (this.#state === 'closed') return written?.();
     this.#socket.write(frames, written && ((): void => written()));
     const queued = this.#socket.writableLength;
     if (queued > this.#limits.hardLimitBytes && this.#reading) {

@@ -275,8 +275,10 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     // A forwarded call keeps views of the bytes: it takes no `written`, so their buffer stays in main.
     deliver: (conn, frames, written) => {
       const local = connections.get(conn);
-      if (local !== undefined) local.write(frames, written);
-      else cluster?.forwarded(conn)?.write(frames);
+      if (local !== undefined) return local.write(frames, written);
+      const forwarded = cluster?.forwarded(conn);
+      if (forwarded !== undefined) forwarded.write(frames);
+      else written?.(); // the connection is gone: nothing holds the bytes
     },
     agentEvents,
     finished: ({ agent, text, depth, chain }) => {

@@ -90,3 +90,30 @@ describe('a connection past the hard limit', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(STALLED_READER_MS - 50);
   });
 });
+
+describe('a write’s completion (what hands output buffers back to their shard)', () => {
+  it('is reported once the peer has taken the bytes, when the socket is destroyed with them queued, and at once on a closed connection', async () => {
+    const { conn, peer, closed } = await pair();
+    peer.pause();
+    const MIB = 1024 * 1024; // more than a Unix socket's kernel buffers hold: completes only as the peer reads
+    let first = false;
+    const firstWritten = new Promise<void>((r) => conn.write(Buffer.alloc(MIB, 0x61), () => ((first = true), r())));
+    await new Promise((r) => setImmediate(r));
+    expect(first).toBe(false);
+    let read = 0;
+    peer.on('data', (chunk: Buffer) => (read += chunk.length));
+    peer.resume();
+    await firstWritten;
+    peer.pause();
+    peer.removeAllListeners('data');
+    expect(read).toBeGreaterThan(0);
+
+    const queuedWritten = new Promise<void>((r) => conn.write(Buffer.alloc(4 * MIB, 0x62), () => r()));
+    conn.destroy();
+    await queuedWritten;
+    await closed;
+    let atOnce = false;
+    conn.write(Buffer.alloc(10), () => (atOnce = true));
+    expect(atOnce).toBe(true);
+  });
+});

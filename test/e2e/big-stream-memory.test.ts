@@ -89,11 +89,13 @@ describe('a reader that keeps reading', () => {
     while (!ended()) {
       if (raw.socket.destroyed) break;
       await new Promise<void>((r) => {
+        const closed = (): void => r();
         raw.socket.once('data', () => {
           raw.socket.pause();
+          raw.socket.off('close', closed); // one listener per read would pile up past Node's warning
           r();
         });
-        raw.socket.once('close', () => r());
+        raw.socket.once('close', closed);
         raw.socket.resume();
       });
       await pause(50);

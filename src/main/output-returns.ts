@@ -11,6 +11,7 @@
  * keeps the buffer here, and the collector takes it as before.
  */
 import type { Worker } from 'node:worker_threads';
+import { sectionCount } from '../shared/byte-layouts.ts';
 import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type OutputBuffers } from '../shared/threads.ts';
 
 /** Where a shard's buffers are posted: its Worker. */
@@ -53,6 +54,14 @@ export class OutputLease {
   }
 }
 
+/**
+ * The fewest bytes per section worth a lease: each section's write then
+ * carries a completion callback (a tick of its own), which a broadcast of
+ * small events to hundreds of observers would pay for every observer. Long
+ * answers, what fills main with dead buffers, come in big sections.
+ */
+const LEASE_MIN_SECTION_BYTES = 4096;
+
 /** Most buffers waiting to go back to one shard; beyond it they are left to the collector. */
 const PENDING_LIMIT = 16;
 
@@ -62,9 +71,14 @@ export class OutputReturns {
   #scheduled = false;
   readonly #flushNow = (): void => this.#flush();
 
-  /** A lease on `buffer` from `worker`, or null when the buffer is not the kind that goes back. */
-  lease(worker: ShardPort, buffer: ArrayBuffer, isCurrent: () => boolean): OutputLease | null {
+  /**
+   * A lease on `buffer` from `worker`, whose sections are `inUse`, or null
+   * when the buffer is not the kind that goes back: outside the sizes the
+   * shard reuses, or in many small sections.
+   */
+  lease(worker: ShardPort, buffer: ArrayBuffer, inUse: Buffer, isCurrent: () => boolean): OutputLease | null {
     if (buffer.byteLength < OUTPUT_REUSE_MIN_BYTES || buffer.byteLength > OUTPUT_REUSE_MAX_BYTES) return null;
+    if (inUse.length < LEASE_MIN_SECTION_BYTES * sectionCount(inUse)) return null;
     return new OutputLease(() => {
       // A replaced shard's buffers are not sent to its successor: it never made them.
       if (isCurrent()) this.#add(worker, buffer);

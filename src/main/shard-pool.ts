@@ -340,8 +340,9 @@ export class ShardPool {
   /** Writes each connection's section; the buffer goes back to the shard once every write is done (OutputReturns). */
   #deliverSections(shard: ShardThread, sections: ArrayBuffer, bytes: number, outputs: ShardOutputs): void {
     const worker = shard.worker; // null while a frozen shard is being replaced: its buffers stay here
-    const lease = worker === null ? null : this.#returns.lease(worker, sections, () => shard.worker === worker);
-    forEachSection(Buffer.from(sections, 0, bytes), (conn, frames) => outputs.deliver(conn, frames, lease?.hold()));
+    const inUse = Buffer.from(sections, 0, bytes);
+    const lease = worker === null ? null : this.#returns.lease(worker, sections, inUse, () => shard.worker === worker);
+    forEachSection(inUse, (conn, frames) => outputs.deliver(conn, frames, lease?.hold()));
     lease?.done();
   }
 

@@ -6,8 +6,8 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { Outbox } from '../../src/worker/outbox.ts';
-import { OutputReturns } from '../../src/main/output-returns.ts';
-import { forEachSection, HEADER_BYTES } from '../../src/shared/byte-layouts.ts';
+import { OutputReturns, type OutputLease } from '../../src/main/output-returns.ts';
+import { forEachSection, HEADER_BYTES, SECTION_HEADER_BYTES, writeSectionHeader } from '../../src/shared/byte-layouts.ts';
 import { decodeBody } from '../../src/shared/codec.ts';
 import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type FrameBatch, type OutputBuffers } from '../../src/shared/threads.ts';
 
@@ -89,6 +89,19 @@ function fakeWorker(): { worker: MessagePort; posts: OutputBuffers[]; marked: ()
 
 const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/** `buffer` as one section, to connection 1, filling it: what a long answer's batch looks like. */
+function oneSection(buffer: ArrayBuffer): Buffer {
+  const bytes = Buffer.from(buffer);
+  writeSectionHeader(bytes, 0, 1, bytes.length - SECTION_HEADER_BYTES);
+  return bytes;
+}
+
+function leaseWhole(returns: OutputReturns, worker: MessagePort, buffer: ArrayBuffer, isCurrent: () => boolean): OutputLease {
+  const lease = returns.lease(worker, buffer, oneSection(buffer), isCurrent);
+  if (lease === null) throw new Error(`a buffer of ${buffer.byteLength} bytes in one section was not leased`);
+  return lease;
+}
+
 /** What arrived at the shard's end once main's flush has run: a marker posted after it arrives after anything main posted. */
 async function received(channel: ReturnType<typeof fakeWorker>): Promise<OutputBuffers[]> {
   await nextTurn();
@@ -103,8 +116,8 @@ describe('main handing buffers back', () => {
     const returns = new OutputReturns();
     const channel = fakeWorker();
     const buffer = new ArrayBuffer(65_536);
-    new Uint8Array(buffer)[7] = 42;
-    const lease = returns.lease(channel.worker, buffer, () => true)!;
+    new Uint8Array(buffer)[100] = 42;
+    const lease = returns.lease(channel.worker, buffer, oneSection(buffer), () => true)!;
     const first = lease.hold();
     const second = lease.hold();
     lease.done();
@@ -117,18 +130,25 @@ describe('main handing buffers back', () => {
     expect(buffer.byteLength).toBe(0);
     expect(back!.buffers).toHaveLength(1);
     expect(back!.buffers[0]!.byteLength).toBe(65_536);
-    expect(new Uint8Array(back!.buffers[0]!)[7]).toBe(42);
+    expect(new Uint8Array(back!.buffers[0]!)[100]).toBe(42);
   });
 
   it('keeps what a write never reports, what is not worth returning, and what a replaced shard made', async () => {
     const returns = new OutputReturns();
     const channel = fakeWorker();
-    expect(returns.lease(channel.worker, new ArrayBuffer(OUTPUT_REUSE_MIN_BYTES - 1), () => true)).toBeNull();
-    expect(returns.lease(channel.worker, new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES + 1), () => true)).toBeNull();
-    const unreported = returns.lease(channel.worker, new ArrayBuffer(65_536), () => true)!;
+    for (const size of [OUTPUT_REUSE_MIN_BYTES - 1, OUTPUT_REUSE_MAX_BYTES + 1]) {
+      const buffer = new ArrayBuffer(size);
+      expect(returns.lease(channel.worker, buffer, oneSection(buffer), () => true)).toBeNull();
+    }
+    // A broadcast: hundreds of observers' small sections, each write of which would carry a callback.
+    const broadcast = new ArrayBuffer(65_536);
+    const observers = Buffer.from(broadcast);
+    for (let at = 0, conn = 1; at < observers.length; at += 128, conn++) writeSectionHeader(observers, at, conn, 120);
+    expect(returns.lease(channel.worker, broadcast, observers, () => true)).toBeNull();
+    const unreported = leaseWhole(returns, channel.worker, new ArrayBuffer(65_536), () => true);
     unreported.hold(); // a forwarded call: never released
     unreported.done();
-    const replaced = returns.lease(channel.worker, new ArrayBuffer(65_536), () => false)!;
+    const replaced = leaseWhole(returns, channel.worker, new ArrayBuffer(65_536), () => false);
     replaced.done();
     expect(await received(channel)).toEqual([]);
   });
@@ -137,7 +157,7 @@ describe('main handing buffers back', () => {
     const returns = new OutputReturns();
     const channel = fakeWorker();
     const sizes = [65_536, 131_072];
-    for (const size of sizes) returns.lease(channel.worker, new ArrayBuffer(size), () => true)!.done();
+    for (const size of sizes) leaseWhole(returns, channel.worker, new ArrayBuffer(size), () => true).done();
     const back = await received(channel);
     expect(back).toHaveLength(1);
     expect(back[0]!.buffers.map((b) => b.byteLength)).toEqual(sizes);
@@ -148,9 +168,9 @@ describe('main handing buffers back', () => {
     const [broken, healthy] = [fakeWorker(), fakeWorker()];
     // One buffer leased twice would be listed twice, and a transfer list with a duplicate throws DataCloneError.
     const twice = new ArrayBuffer(65_536);
-    returns.lease(broken.worker, twice, () => true)!.done();
-    returns.lease(broken.worker, twice, () => true)!.done();
-    returns.lease(healthy.worker, new ArrayBuffer(65_536), () => true)!.done();
+    leaseWhole(returns, broken.worker, twice, () => true).done();
+    leaseWhole(returns, broken.worker, twice, () => true).done();
+    leaseWhole(returns, healthy.worker, new ArrayBuffer(65_536), () => true).done();
     expect(await received(broken)).toEqual([]);
     expect((await received(healthy)).map((m) => m.buffers.length)).toEqual([1]);
   });

@@ -24,8 +24,11 @@ const INITIAL_SECTION_BYTES = 4096;
 const SPARE_LIMIT = 64;
 /** A buffer grown past this for one big batch is dropped, not kept: memory returns after a big reply. */
 const KEEP_BUFFER_BYTES = 1024 * 1024;
-/** Sections buffers main handed back, kept for the next batches (a stream has a few in flight at once). */
-const REUSABLE_LIMIT = 8;
+/**
+ * Bytes of sections buffers main handed back kept for the next batches: a
+ * stream has a few in flight at once, and an idle shard holds no more.
+ */
+const REUSABLE_BYTES = 4 * 1024 * 1024;
 
 export type PostBatch = (batch: FrameBatch, transfer: ArrayBuffer[]) => void;
 
@@ -56,6 +59,7 @@ export class Outbox implements FrameOut {
   #spare: Buffer[] = [];
   /** Sections buffers main handed back once written (OutputBuffers), smallest first. */
   #reusable: ArrayBuffer[] = [];
+  #reusableBytes = 0;
   #started: number[] = [];
   #done: number[] = [];
   #activeAnswers: ActiveAnswer[] = [];
@@ -149,7 +153,11 @@ export class Outbox implements FrameOut {
 
   /** Keeps sections buffers main has finished writing, for later batches. */
   reuse(buffers: readonly ArrayBuffer[]): void {
-    for (const b of buffers) if (this.#reusable.length < REUSABLE_LIMIT) this.#reusable.push(b);
+    for (const b of buffers) {
+      if (this.#reusableBytes + b.byteLength > REUSABLE_BYTES) continue;
+      this.#reusable.push(b);
+      this.#reusableBytes += b.byteLength;
+    }
     this.#reusable.sort((a, b) => a.byteLength - b.byteLength);
   }
 
@@ -161,7 +169,11 @@ export class Outbox implements FrameOut {
   #sectionsBuffer(total: number): ArrayBuffer {
     if (total < OUTPUT_REUSE_MIN_BYTES || total > OUTPUT_REUSE_MAX_BYTES) return new ArrayBuffer(total);
     const at = this.#reusable.findIndex((b) => b.byteLength >= total);
-    if (at >= 0) return this.#reusable.splice(at, 1)[0]!;
+    if (at >= 0) {
+      const [reused] = this.#reusable.splice(at, 1);
+      this.#reusableBytes -= reused!.byteLength;
+      return reused!;
+    }
     return new ArrayBuffer(Math.min(OUTPUT_REUSE_MAX_BYTES, 2 ** Math.ceil(Math.log2(total))));
   }
 

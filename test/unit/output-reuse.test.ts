@@ -67,6 +67,19 @@ describe('the outbox with handed-back buffers', () => {
     outbox.flush();
     expect(batches[2]!.sections!.byteLength).toBe(batches[2]!.sectionsBytes);
   });
+
+  it('keeps at most 4 MiB of handed-back buffers: an idle shard holds no more', () => {
+    const { outbox, batches } = keptOutbox();
+    const handedBack = Array.from({ length: 5 }, () => new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES));
+    outbox.reuse(handedBack);
+    for (let i = 0; i < 5; i++) {
+      outbox.textDelta(1, i, 'chunk', text(600_000, 'e'));
+      outbox.flush();
+    }
+    const reused = batches.map((b) => handedBack.indexOf(b.sections!));
+    expect(reused.slice(0, 4).sort()).toEqual([0, 1, 2, 3]);
+    expect(reused[4]).toBe(-1);
+  });
 });
 
 /**

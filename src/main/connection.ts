@@ -195,7 +195,7 @@ export class Connection implements FrameSink {
    * socket destroyed, or at once when the connection is already closed.
    */
   write(frames: Uint8Array, written?: () => void): void {
-    if (this.#state === 'closed') return written?.();
+    if (this.#state !== 'open') return written?.(); // after end(), a write would reset the socket and lose what is queued
     this.#socket.write(frames, written && ((): void => written()));
     const queued = this.#socket.writableLength;
     if (queued > this.#limits.hardLimitBytes && this.#reading) {

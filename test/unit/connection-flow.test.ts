@@ -117,3 +117,30 @@ describe('a write’s completion (what hands output buffers back to their shard)
     expect(atOnce).toBe(true);
   });
 });
+
+describe('a connection that is ending', () => {
+  it('drops a later write (reported written) and still delivers everything queued before the end', async () => {
+    const { conn, peer } = await pair();
+    peer.pause();
+    const MIB = 1024 * 1024;
+    conn.write(Buffer.alloc(MIB, 0x61)); // still queued when the connection ends
+    conn.end();
+    let reported = false;
+    conn.write(Buffer.alloc(10, 0x62), () => (reported = true)); // a shard's output arriving during the linger
+    expect(reported).toBe(true);
+    let received = 0;
+    let sawOther = false;
+    const ended = new Promise<string>((resolve) => {
+      peer.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        if (chunk.includes(0x62)) sawOther = true;
+      });
+      peer.once('end', () => resolve('end'));
+      peer.once('error', (err) => resolve(`error: ${err.message}`));
+    });
+    peer.resume();
+    expect(await ended).toBe('end');
+    expect(received).toBe(MIB);
+    expect(sawOther).toBe(false);
+  });
+});

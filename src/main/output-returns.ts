@@ -12,7 +12,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { sectionCount } from '../shared/byte-layouts.ts';
-import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type OutputBuffers } from '../shared/threads.ts';
+import { OUTPUT_REUSE_MAX_BYTES, outputReturns, type OutputBuffers } from '../shared/threads.ts';
 
 /** Where a shard's buffers are posted: its Worker. */
 type ShardPort = Pick<Worker, 'postMessage'>;
@@ -54,14 +54,6 @@ export class OutputLease {
   }
 }
 
-/**
- * The fewest bytes per section worth a lease: each section's write then
- * carries a completion callback (a tick of its own), which a broadcast of
- * small events to hundreds of observers would pay for every observer. Long
- * answers, what fills main with dead buffers, come in big sections.
- */
-const LEASE_MIN_SECTION_BYTES = 4096;
-
 /** Most buffers waiting to go back to one shard; beyond it they are left to the collector. */
 const PENDING_LIMIT = 16;
 
@@ -73,12 +65,10 @@ export class OutputReturns {
 
   /**
    * A lease on `buffer` from `worker`, whose sections are `inUse`, or null
-   * when the buffer is not the kind that goes back: outside the sizes the
-   * shard reuses, or in many small sections.
+   * when the batch is not one whose buffer goes back (outputReturns).
    */
   lease(worker: ShardPort, buffer: ArrayBuffer, inUse: Buffer, isCurrent: () => boolean): OutputLease | null {
-    if (buffer.byteLength < OUTPUT_REUSE_MIN_BYTES || buffer.byteLength > OUTPUT_REUSE_MAX_BYTES) return null;
-    if (inUse.length < LEASE_MIN_SECTION_BYTES * sectionCount(inUse)) return null;
+    if (buffer.byteLength > OUTPUT_REUSE_MAX_BYTES || !outputReturns(inUse.length, sectionCount(inUse))) return null;
     return new OutputLease(() => {
       // A replaced shard's buffers are not sent to its successor: it never made them.
       if (isCurrent()) this.#add(worker, buffer);

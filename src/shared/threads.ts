@@ -207,6 +207,23 @@ export interface OutputBuffers {
 export const OUTPUT_REUSE_MIN_BYTES = 32 * 1024;
 /** A bigger buffer (one burst) is not kept: memory returns after a big reply. */
 export const OUTPUT_REUSE_MAX_BYTES = 1024 * 1024;
+/**
+ * The fewest bytes per section of a batch whose buffer travels back: main
+ * writes every section of such a batch with a completion callback (a tick of
+ * its own), which a broadcast of small events to hundreds of observers would
+ * pay per observer. Long answers, what left dead buffers in main, come in
+ * big sections.
+ */
+export const OUTPUT_REUSE_MIN_SECTION_BYTES = 4096;
+
+/**
+ * Whether a batch of `sections` sections, `bytes` bytes in all, is one whose
+ * buffer main hands back and the shard reuses: the shard and main apply the
+ * same rule, so no buffer main keeps is ever packed into a handed-back one.
+ */
+export function outputReturns(bytes: number, sections: number): boolean {
+  return bytes >= OUTPUT_REUSE_MIN_BYTES && bytes <= OUTPUT_REUSE_MAX_BYTES && bytes >= OUTPUT_REUSE_MIN_SECTION_BYTES * sections;
+}
 
 /**
  * The last message a shard gets, after shutdown's grace: close the store (a

@@ -17,7 +17,7 @@ import {
   writeSectionHeader,
 } from '../shared/byte-layouts.ts';
 import { TextDeltaBody } from './text-delta-body.ts';
-import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type ActiveAnswer, type FrameBatch, type TurnFinished } from '../shared/threads.ts';
+import { OUTPUT_REUSE_MAX_BYTES, outputReturns, type ActiveAnswer, type FrameBatch, type TurnFinished } from '../shared/threads.ts';
 
 const INITIAL_SECTION_BYTES = 4096;
 /** Section buffers kept for reuse between flushes. */
@@ -162,12 +162,13 @@ export class Outbox implements FrameOut {
   }
 
   /**
-   * A buffer for `total` bytes of sections: a handed-back one that fits, else
-   * a new one, rounded up to a power of two when main will hand it back, so
-   * that the next batches of about the same size fit it.
+   * A buffer for `total` bytes in `sections` sections: a handed-back one that
+   * fits, else a new one, rounded up to a power of two when main will hand it
+   * back, so that the next batches of about the same size fit it. A batch
+   * main keeps (outputReturns) never takes a handed-back buffer with it.
    */
-  #sectionsBuffer(total: number): ArrayBuffer {
-    if (total < OUTPUT_REUSE_MIN_BYTES || total > OUTPUT_REUSE_MAX_BYTES) return new ArrayBuffer(total);
+  #sectionsBuffer(total: number, sections: number): ArrayBuffer {
+    if (!outputReturns(total, sections)) return new ArrayBuffer(total);
     const at = this.#reusable.findIndex((b) => b.byteLength >= total);
     if (at >= 0) {
       const [reused] = this.#reusable.splice(at, 1);
@@ -190,7 +191,7 @@ export class Outbox implements FrameOut {
     let total = 0;
     for (const s of this.#sections.values()) total += SECTION_HEADER_BYTES + s.len;
     if (total === 0) return null;
-    const packed = this.#sectionsBuffer(total);
+    const packed = this.#sectionsBuffer(total, this.#sections.size);
     const out = Buffer.from(packed, 0, total);
     let at = 0;
     for (const [conn, s] of this.#sections) {

@@ -68,6 +68,19 @@ describe('the outbox with handed-back buffers', () => {
     expect(batches[2]!.sections!.byteLength).toBe(batches[2]!.sectionsBytes);
   });
 
+  it('packs a batch of many small sections, which main keeps, into a new buffer of its size, never a handed-back one', () => {
+    const { outbox, batches } = keptOutbox();
+    const handedBack = new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES);
+    outbox.reuse([handedBack]);
+    for (let conn = 1; conn <= 100; conn++) outbox.textDelta(conn, 1, 'chunk', text(400, 'f'));
+    outbox.flush();
+    const batch = batches[0]!;
+    expect(batch.sectionsBytes).toBeGreaterThanOrEqual(OUTPUT_REUSE_MIN_BYTES);
+    expect(batch.sections).not.toBe(handedBack);
+    expect(batch.sections!.byteLength).toBe(batch.sectionsBytes);
+    expect(new OutputReturns().lease(fakeWorker().worker, batch.sections!, Buffer.from(batch.sections!), () => true)).toBeNull();
+  });
+
   it('keeps at most 4 MiB of handed-back buffers: an idle shard holds no more', () => {
     const { outbox, batches } = keptOutbox();
     const handedBack = Array.from({ length: 5 }, () => new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES));

@@ -210,6 +210,27 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     expect(overlaps).toEqual([]);
   });
 
+  it.skipIf(skipOwn !== null)('back from an outage, counts a node that had died before it as gone, and serves its partitions again at once', async () => {
+    await fresh();
+    own = await startOwnNats();
+    const a = await join('a');
+    const b = await join('b');
+    await waitFor(() => servedBy(a) === PARTITIONS / 2 && servedBy(b) === PARTITIONS / 2, 'a and b to serve half each', SETTLE_MS);
+    await b.nc.close(); // b dies: its heartbeat stays in the bucket
+    await waitFor(() => servedBy(a) === PARTITIONS, 'a to take over every partition', SETTLE_MS);
+    // a renews its lease a few times more: b was gone long before a goes blind.
+    let renewals = 0;
+    a.leases.on('renewed', () => renewals++);
+    await waitFor(() => renewals >= 4, 'a to renew its lease four times', SETTLE_MS);
+    await own.stop();
+    await waitFor(() => servedBy(a) === 0, 'a to stop serving', SETTLE_MS);
+    const liveAtFirstGain = new Promise<string[]>((resolve) => a.leases.once('gained', () => resolve(a.leases.liveNodes())));
+    await own.restart();
+    expect(await liveAtFirstGain).toEqual(['a']);
+    await waitFor(() => servedBy(a) === PARTITIONS, 'a to serve every partition again', SETTLE_MS);
+    expect(overlaps).toEqual([]);
+  });
+
   it('takes a partition whose bucket entry is not an owner record', async () => {
     await fresh();
     const nc = await natsConnection();

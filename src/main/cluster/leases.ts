@@ -8,6 +8,9 @@
  * *received* their last heartbeat (a watch on the bucket), and counts a node
  * whose heartbeat it has not seen for `GONE_AFTER` of `leaseMs` as gone, so
  * a dead node's partitions are served again within `leaseMs` of its death.
+ * A node back from an outage of its own heard nothing meanwhile: it counts a
+ * node that was live when it went blind as live until `GONE_AFTER` of
+ * `leaseMs` after it can see again (#heardAt).
  *
  * Every node computes the same target owner for each partition from the live
  * set (assignPartitions); a node takes a partition that targets it when the
@@ -112,11 +115,13 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   #lastBeat = 0;
   /**
    * performance.now() since when this node could see the bucket: its first
-   * heartbeat, or the first one acknowledged after its lease ran out. A node
-   * cut off from NATS received nobody's heartbeats, so silence from before
-   * this moment does not count against the others (see #heardAt).
+   * heartbeat acknowledged, or the first acknowledged after its lease ran
+   * out. A node cut off from NATS received nobody's heartbeats, so silence
+   * from before this moment does not count against the others (#heardAt).
    */
   #sightSince = 0;
+  /** performance.now() when this node last knew it could see: the send of its last heartbeat acknowledged before its lease ran out. */
+  #blindFrom = 0;
   #beat: Promise<unknown> = Promise.resolve();
   #ready: Promise<void> | null = null;
   #stopped = false;
@@ -163,13 +168,15 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
 
   /**
    * When this node last heard from another, for judging it gone: its last
-   * heartbeat's arrival, but no earlier than since when this node could see.
-   * Back from an outage, a node would otherwise count every other node as
-   * gone (their heartbeats could not reach it) and take partitions their
-   * renewed leases still cover.
+   * heartbeat's arrival, but for a node still live when this one went blind,
+   * no earlier than since when this one could see again. Back from an
+   * outage, a node would otherwise count every other node as gone (their
+   * heartbeats could not reach it) and take partitions their renewed leases
+   * still cover; a node already gone before stays gone.
    */
   #heardAt(seen: Seen): number {
-    return Math.max(seen.at, this.#sightSince);
+    const liveWhenBlinded = seen.at + this.leaseMs * GONE_AFTER > this.#blindFrom;
+    return liveWhenBlinded ? Math.max(seen.at, this.#sightSince) : seen.at;
   }
 
   /**
@@ -253,7 +260,8 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     if (e.key.startsWith('node.')) {
       const name = e.key.slice('node.'.length);
       if (deleted) this.#nodes.delete(name);
-      else this.#nodes.set(name, { revision: e.revision, at });
+      // A heartbeat delivered again (a watch opened anew) is no news of its node: its arrival time stays.
+      else if (this.#nodes.get(name)?.revision !== e.revision) this.#nodes.set(name, { revision: e.revision, at });
       return;
     }
     if (e.key.startsWith('part.')) {
@@ -283,7 +291,12 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     try {
       const revision = await this.#kv!.put(`node.${this.node}`, enc.encode(JSON.stringify({ node: this.node })));
       if (this.#stopped) return revision;
-      if (sentAt >= this.#validUntil) this.#sightSince = performance.now();
+      const now = performance.now();
+      if (now >= this.#validUntil) {
+        // The lease had run out: this node may not have seen the bucket since it last renewed it.
+        this.#blindFrom = this.#validUntil - this.leaseMs * LEASE_SAFETY;
+        this.#sightSince = now;
+      }
       this.#lastBeat = Math.max(this.#lastBeat, revision);
       this.#validUntil = Math.max(this.#validUntil, sentAt + this.leaseMs * LEASE_SAFETY);
       this.#armExpiry();

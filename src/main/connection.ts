@@ -192,10 +192,12 @@ export class Connection implements FrameSink {
   /**
    * Writes ready-encoded frames, then applies flow control to this connection
    * only. `written` runs once the socket is done with their bytes: sent, the
-   * socket destroyed, or at once when the connection is already closed.
+   * socket destroyed, or at once when the connection is ending or closed
+   * (the frames are dropped then).
    */
   write(frames: Uint8Array, written?: () => void): void {
-    if (this.#state !== 'open') return written?.(); // after end(), a write would reset the socket and lose what is queued
+    // After end(), Node answers a write by destroying the socket, losing what is still queued (a 413).
+    if (this.#state !== 'open') return written?.();
     this.#socket.write(frames, written && ((): void => written()));
     const queued = this.#socket.writableLength;
     if (queued > this.#limits.hardLimitBytes && this.#reading) {

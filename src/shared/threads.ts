@@ -196,7 +196,7 @@ export interface ShutdownRequest {
  * main so the shard packs later batches into them instead of allocating:
  * main allocates too little to collect often, so each batch of a long
  * stream would otherwise wait there as garbage (bench/big-stream-memory.ts).
- * Only buffers of OUTPUT_REUSE_MIN_BYTES to OUTPUT_REUSE_MAX_BYTES travel back.
+ * Only the buffers of batches outputReturns accepts travel back.
  */
 export interface OutputBuffers {
   type: 'output_buffers';

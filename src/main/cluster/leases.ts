@@ -227,9 +227,15 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
 
   /**
    * Watches the bucket; resolves once the watch has delivered this node's
-   * heartbeat of `revision` (so it has read every entry older than that). If
-   * the watch ends while the node runs, the node can no longer see others
-   * take its partitions: it stops serving, and the next round watches again.
+   * heartbeat of `revision` and the rest of the bucket as it stood when the
+   * watch began (its last entry is the first marked `isUpdate`). Another
+   * node's heartbeat can come after this one's while its partitions' entries
+   * come before: resolving at this node's heartbeat, a round could see those
+   * partitions owned by a node it did not know, and take them. Should the
+   * end of that first delivery never be marked, one lease after this node's
+   * heartbeat arrived is enough. If the watch ends while the node runs, the
+   * node can no longer see others take its partitions: it stops serving,
+   * and the next round watches again.
    */
   async #openWatch(revision: number): Promise<void> {
     const watch = await this.#kv!.watch({ key: '>' });
@@ -237,10 +243,17 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     let caughtUp!: () => void;
     const ready = new Promise<void>((resolve) => (caughtUp = resolve));
     void (async () => {
+      let sawOwn = false;
+      let sawAll = false;
       try {
         for await (const e of watch) {
           this.#observe(e);
-          if (e.key === `node.${this.node}` && e.revision >= revision) caughtUp();
+          if (!sawOwn && e.key === `node.${this.node}` && e.revision >= revision) {
+            sawOwn = true;
+            setTimeout(caughtUp, this.leaseMs).unref();
+          }
+          sawAll ||= e.isUpdate;
+          if (sawOwn && sawAll) caughtUp();
         }
       } finally {
         if (this.#watch === watch) this.#watch = null;

@@ -61,6 +61,7 @@ const PENDING_LIMIT = 16;
 export class OutputReturns {
   readonly #pending = new Map<ShardPort, ArrayBuffer[]>();
   #scheduled = false;
+  #returned = 0;
   readonly #flushNow = (): void => this.#flush();
 
   /**
@@ -73,6 +74,11 @@ export class OutputReturns {
       // A replaced shard's buffers are not sent to its successor: it never made them.
       if (isCurrent()) this.#add(worker, buffer);
     });
+  }
+
+  /** Buffers handed back to their shard since start (`get_stats` `output_buffers_returned`). */
+  get returned(): number {
+    return this.#returned;
   }
 
   #add(worker: ShardPort, buffer: ArrayBuffer): void {
@@ -93,6 +99,7 @@ export class OutputReturns {
     for (const [worker, buffers] of pending) {
       try {
         worker.postMessage({ type: 'output_buffers', buffers } satisfies OutputBuffers, buffers);
+        this.#returned += buffers.length;
       } catch {
         // A post that cannot be made (DataCloneError: a buffer listed twice) is only a missed reuse: the shard allocates a new one.
       }

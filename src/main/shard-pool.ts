@@ -163,8 +163,8 @@ export class ShardPool {
   }
 
   /** The pool's counters for `get_stats`. */
-  stats(): { shard_stalls: number; queued_turns_dropped: number } {
-    return { shard_stalls: this.#stalls, queued_turns_dropped: this.#queuedTurnsDropped };
+  stats(): { shard_stalls: number; queued_turns_dropped: number; output_buffers_returned: number } {
+    return { shard_stalls: this.#stalls, queued_turns_dropped: this.#queuedTurnsDropped, output_buffers_returned: this.#returns.returned };
   }
 
   /** Requests that went to a shard and have not had their LAST frame yet. */

@@ -29,6 +29,8 @@ describe('output buffers handed back to their shard', () => {
       for await (const ev of c.stream('assistant', text, { sender: 'reader' })) if (ev.type === 'chunk') parts.push(ev.content);
       expect(parts.join('') === text).toBe(true);
     }
+    // Buffers did go back (else this test would check nothing): main counts what it hands back.
+    expect((await c.stats()).output_buffers_returned).toBeGreaterThan(0);
 
     late.socket.resume();
     await late.until((frames) => frames.some((f) => f.last), 'the late stream to end', 60_000);

@@ -187,6 +187,7 @@ describe('main handing buffers back', () => {
     const back = await received(channel);
     expect(back).toHaveLength(1);
     expect(back[0]!.buffers.map((b) => b.byteLength)).toEqual(sizes);
+    expect(returns.returned).toBe(2);
   });
 
   it('does not throw when a post cannot be made, and still sends the other shards theirs', async () => {
@@ -199,5 +200,6 @@ describe('main handing buffers back', () => {
     leaseWhole(returns, healthy.worker, new ArrayBuffer(65_536), () => true).done();
     expect(await received(broken)).toEqual([]);
     expect((await received(healthy)).map((m) => m.buffers.length)).toEqual([1]);
+    expect(returns.returned).toBe(1); // only what was posted counts
   });
 });

@@ -270,6 +270,8 @@ export interface Stats {
   shard_stalls: number;
   /** Fired turns dropped because their conversation's queue was full, since start. */
   queued_turns_dropped: number;
+  /** Output buffers main handed back to their shard for reuse once written, since start. */
+  output_buffers_returned: number;
   /** The configured limits in force, each answered with 429 when reached. */
   limits: Record<string, number>;
   /** Cluster mode only (absent on a single node). */

@@ -11,8 +11,7 @@
  * keeps the buffer here, and the collector takes it as before.
  */
 import type { Worker } from 'node:worker_threads';
-import { sectionCount } from '../shared/byte-layouts.ts';
-import { OUTPUT_REUSE_MAX_BYTES, outputReturns, type OutputBuffers } from '../shared/threads.ts';
+import type { OutputBuffers } from '../shared/threads.ts';
 
 /** Where a shard's buffers are posted: its Worker. */
 type ShardPort = Pick<Worker, 'postMessage'>;
@@ -64,12 +63,8 @@ export class OutputReturns {
   #returned = 0;
   readonly #flushNow = (): void => this.#flush();
 
-  /**
-   * A lease on `buffer` from `worker`, whose sections are `inUse`, or null
-   * when the batch is not one whose buffer goes back (outputReturns).
-   */
-  lease(worker: ShardPort, buffer: ArrayBuffer, inUse: Buffer, isCurrent: () => boolean): OutputLease | null {
-    if (buffer.byteLength > OUTPUT_REUSE_MAX_BYTES || !outputReturns(inUse.length, sectionCount(inUse))) return null;
+  /** A lease on `buffer` from `worker`, whose batch the shard marked to come back (FrameBatch.sectionsReturn). */
+  lease(worker: ShardPort, buffer: ArrayBuffer, isCurrent: () => boolean): OutputLease {
     return new OutputLease(() => {
       // A replaced shard's buffers are not sent to its successor: it never made them.
       if (isCurrent()) this.#add(worker, buffer);

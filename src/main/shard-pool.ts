@@ -338,11 +338,12 @@ export class ShardPool {
   }
 
   /** Writes each connection's section; the buffer goes back to the shard once every write is done (OutputReturns). */
-  #deliverSections(shard: ShardThread, sections: ArrayBuffer, bytes: number, outputs: ShardOutputs): void {
+  #deliverSections(shard: ShardThread, batch: FrameBatch, outputs: ShardOutputs): void {
+    const { sections } = batch;
+    if (sections === null) return;
     const worker = shard.worker; // null while a frozen shard is being replaced: its buffers stay here
-    const inUse = Buffer.from(sections, 0, bytes);
-    const lease = worker === null ? null : this.#returns.lease(worker, sections, inUse, () => shard.worker === worker);
-    forEachSection(inUse, (conn, frames) => outputs.deliver(conn, frames, lease?.hold()));
+    const lease = worker === null || !batch.sectionsReturn ? null : this.#returns.lease(worker, sections, () => shard.worker === worker);
+    forEachSection(Buffer.from(sections, 0, batch.sectionsBytes), (conn, frames) => outputs.deliver(conn, frames, lease?.hold()));
     lease?.done();
   }
 
@@ -353,7 +354,7 @@ export class ShardPool {
       if (f !== undefined) f.started = true;
     }
     for (const seq of batch.turnsStarted) this.#ledger.started(seq);
-    if (batch.sections !== null) this.#deliverSections(shard, batch.sections, batch.sectionsBytes, outputs);
+    this.#deliverSections(shard, batch, outputs);
     if (batch.agentEvents !== null) {
       outputs.agentEvents(batch.agentEventAgents, readEventList(Buffer.from(batch.agentEvents), batch.agentEventAgents.length));
     }

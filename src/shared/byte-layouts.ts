@@ -37,13 +37,6 @@ export function writeSectionHeader(buf: Buffer, at: number, conn: number, length
   buf.writeUInt32BE(length, at + 4);
 }
 
-/** How many sections `bytes` holds. */
-export function sectionCount(bytes: Buffer): number {
-  let count = 0;
-  for (let at = 0; at < bytes.length; count++) at += SECTION_HEADER_BYTES + bytes.readUInt32BE(at + 4);
-  return count;
-}
-
 /** Calls `each` with every section's connection and frames (views into `bytes`). */
 export function forEachSection(bytes: Buffer, each: (conn: number, frames: Buffer) => void): void {
   let at = 0;

@@ -218,8 +218,9 @@ export const OUTPUT_REUSE_MIN_SECTION_BYTES = 4096;
 
 /**
  * Whether a batch of `sections` sections, `bytes` bytes in all, is one whose
- * buffer main hands back and the shard reuses: the shard and main apply the
- * same rule, so no buffer main keeps is ever packed into a handed-back one.
+ * buffer main hands back and the shard reuses. The shard decides it and
+ * marks the batch (FrameBatch.sectionsReturn), so no buffer main keeps is
+ * ever packed into a handed-back one, and main does not count sections.
  */
 export function outputReturns(bytes: number, sections: number): boolean {
   return bytes >= OUTPUT_REUSE_MIN_BYTES && bytes <= OUTPUT_REUSE_MAX_BYTES && bytes >= OUTPUT_REUSE_MIN_SECTION_BYTES * sections;
@@ -256,6 +257,8 @@ export interface FrameBatch {
   sections: ArrayBuffer | null;
   /** Bytes of `sections` in use: a buffer main handed back (OutputBuffers) may be longer. */
   sectionsBytes: number;
+  /** Main hands `sections` back once written (OutputBuffers): the shard decided it by outputReturns. */
+  sectionsReturn: boolean;
   started: number[];
   done: number[];
   activeAnswers: ActiveAnswer[];

@@ -162,13 +162,13 @@ export class Outbox implements FrameOut {
   }
 
   /**
-   * A buffer for `total` bytes in `sections` sections: a handed-back one that
-   * fits, else a new one, rounded up to a power of two when main will hand it
-   * back, so that the next batches of about the same size fit it. A batch
-   * main keeps (outputReturns) never takes a handed-back buffer with it.
+   * A buffer for `total` bytes: when main will hand it back (`returns`), a
+   * handed-back one that fits, else a new one rounded up to a power of two,
+   * so that the next batches of about the same size fit it; else one of the
+   * exact size, so a batch main keeps never takes a handed-back buffer.
    */
-  #sectionsBuffer(total: number, sections: number): ArrayBuffer {
-    if (!outputReturns(total, sections)) return new ArrayBuffer(total);
+  #sectionsBuffer(total: number, returns: boolean): ArrayBuffer {
+    if (!returns) return new ArrayBuffer(total);
     const at = this.#reusable.findIndex((b) => b.byteLength >= total);
     if (at >= 0) {
       const [reused] = this.#reusable.splice(at, 1);
@@ -186,12 +186,13 @@ export class Outbox implements FrameOut {
     setImmediate(this.#flushNow);
   }
 
-  /** Packs every section into one buffer to transfer, with the bytes used; null when there are none. */
-  #takeSections(): { packed: ArrayBuffer; bytes: number } | null {
+  /** Packs every section into one buffer to transfer, with the bytes used and whether main hands it back; null when there are none. */
+  #takeSections(): { packed: ArrayBuffer; bytes: number; returns: boolean } | null {
     let total = 0;
     for (const s of this.#sections.values()) total += SECTION_HEADER_BYTES + s.len;
     if (total === 0) return null;
-    const packed = this.#sectionsBuffer(total, this.#sections.size);
+    const returns = outputReturns(total, this.#sections.size);
+    const packed = this.#sectionsBuffer(total, returns);
     const out = Buffer.from(packed, 0, total);
     let at = 0;
     for (const [conn, s] of this.#sections) {
@@ -201,7 +202,7 @@ export class Outbox implements FrameOut {
       if (this.#spare.length < SPARE_LIMIT && s.buf.length <= KEEP_BUFFER_BYTES) this.#spare.push(s.buf);
     }
     this.#sections.clear();
-    return { packed, bytes: total };
+    return { packed, bytes: total, returns };
   }
 
   #takeEvents(): ArrayBuffer | null {
@@ -228,6 +229,7 @@ export class Outbox implements FrameOut {
       type: 'frames',
       sections: sections?.packed ?? null,
       sectionsBytes: sections?.bytes ?? 0,
+      sectionsReturn: sections?.returns ?? false,
       started: this.#started,
       done: this.#done,
       activeAnswers: this.#activeAnswers,

@@ -6,8 +6,8 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { Outbox } from '../../src/worker/outbox.ts';
-import { OutputReturns, type OutputLease } from '../../src/main/output-returns.ts';
-import { forEachSection, HEADER_BYTES, SECTION_HEADER_BYTES, writeSectionHeader } from '../../src/shared/byte-layouts.ts';
+import { OutputReturns } from '../../src/main/output-returns.ts';
+import { forEachSection, HEADER_BYTES } from '../../src/shared/byte-layouts.ts';
 import { decodeBody } from '../../src/shared/codec.ts';
 import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type FrameBatch, type OutputBuffers } from '../../src/shared/threads.ts';
 
@@ -43,6 +43,7 @@ describe('the outbox with handed-back buffers', () => {
     const first = batches[0]!;
     // Rounded up to a power of two, so that later batches of about the same size fit it.
     expect(first.sections!.byteLength).toBe(65_536);
+    expect(first.sectionsReturn).toBe(true);
     expect(deltas(first).get(1)).toBe(text(40_000, 'a'));
 
     outbox.reuse([first.sections!]);
@@ -50,11 +51,12 @@ describe('the outbox with handed-back buffers', () => {
     outbox.flush();
     const second = batches[1]!;
     expect(second.sections).toBe(first.sections);
+    expect(second.sectionsReturn).toBe(true);
     expect(second.sectionsBytes).toBeLessThan(second.sections!.byteLength);
     expect(deltas(second)).toEqual(new Map([[2, text(50_000, 'b')]]));
   });
 
-  it('allocates when no handed-back buffer is big enough, and small or huge batches get a buffer of their exact size', () => {
+  it('allocates when no handed-back buffer is big enough, and small or huge batches get a buffer of their exact size, which main keeps', () => {
     const { outbox, batches } = keptOutbox();
     outbox.reuse([new ArrayBuffer(OUTPUT_REUSE_MIN_BYTES)]);
     outbox.textDelta(1, 1, 'chunk', text(100_000, 'c'));
@@ -66,9 +68,10 @@ describe('the outbox with handed-back buffers', () => {
     outbox.textDelta(1, 3, 'chunk', text(OUTPUT_REUSE_MAX_BYTES + 1, 'd'));
     outbox.flush();
     expect(batches[2]!.sections!.byteLength).toBe(batches[2]!.sectionsBytes);
+    expect(batches.map((b) => b.sectionsReturn)).toEqual([true, false, false]);
   });
 
-  it('packs a batch of many small sections, which main keeps, into a new buffer of its size, never a handed-back one', () => {
+  it('packs a batch of many small sections (a broadcast), which main keeps, into a new buffer of its size, never a handed-back one', () => {
     const { outbox, batches } = keptOutbox();
     const handedBack = new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES);
     outbox.reuse([handedBack]);
@@ -78,7 +81,7 @@ describe('the outbox with handed-back buffers', () => {
     expect(batch.sectionsBytes).toBeGreaterThanOrEqual(OUTPUT_REUSE_MIN_BYTES);
     expect(batch.sections).not.toBe(handedBack);
     expect(batch.sections!.byteLength).toBe(batch.sectionsBytes);
-    expect(new OutputReturns().lease(fakeWorker().worker, batch.sections!, Buffer.from(batch.sections!), () => true)).toBeNull();
+    expect(batch.sectionsReturn).toBe(false);
   });
 
   it('keeps at most 4 MiB of handed-back buffers: an idle shard holds no more', () => {
@@ -115,19 +118,6 @@ function fakeWorker(): { worker: MessagePort; posts: OutputBuffers[]; marked: ()
 
 const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-/** `buffer` as one section, to connection 1, filling it: what a long answer's batch looks like. */
-function oneSection(buffer: ArrayBuffer): Buffer {
-  const bytes = Buffer.from(buffer);
-  writeSectionHeader(bytes, 0, 1, bytes.length - SECTION_HEADER_BYTES);
-  return bytes;
-}
-
-function leaseWhole(returns: OutputReturns, worker: MessagePort, buffer: ArrayBuffer, isCurrent: () => boolean): OutputLease {
-  const lease = returns.lease(worker, buffer, oneSection(buffer), isCurrent);
-  if (lease === null) throw new Error(`a buffer of ${buffer.byteLength} bytes in one section was not leased`);
-  return lease;
-}
-
 /** What arrived at the shard's end once main's flush has run: a marker posted after it arrives after anything main posted. */
 async function received(channel: ReturnType<typeof fakeWorker>): Promise<OutputBuffers[]> {
   await nextTurn();
@@ -143,7 +133,7 @@ describe('main handing buffers back', () => {
     const channel = fakeWorker();
     const buffer = new ArrayBuffer(65_536);
     new Uint8Array(buffer)[100] = 42;
-    const lease = returns.lease(channel.worker, buffer, oneSection(buffer), () => true)!;
+    const lease = returns.lease(channel.worker, buffer, () => true);
     const first = lease.hold();
     const second = lease.hold();
     lease.done();
@@ -159,22 +149,13 @@ describe('main handing buffers back', () => {
     expect(new Uint8Array(back!.buffers[0]!)[100]).toBe(42);
   });
 
-  it('keeps what a write never reports, what is not worth returning, and what a replaced shard made', async () => {
+  it('keeps what a write never reports and what a replaced shard made', async () => {
     const returns = new OutputReturns();
     const channel = fakeWorker();
-    for (const size of [OUTPUT_REUSE_MIN_BYTES - 1, OUTPUT_REUSE_MAX_BYTES + 1]) {
-      const buffer = new ArrayBuffer(size);
-      expect(returns.lease(channel.worker, buffer, oneSection(buffer), () => true)).toBeNull();
-    }
-    // A broadcast: hundreds of observers' small sections, each write of which would carry a callback.
-    const broadcast = new ArrayBuffer(65_536);
-    const observers = Buffer.from(broadcast);
-    for (let at = 0, conn = 1; at < observers.length; at += 128, conn++) writeSectionHeader(observers, at, conn, 120);
-    expect(returns.lease(channel.worker, broadcast, observers, () => true)).toBeNull();
-    const unreported = leaseWhole(returns, channel.worker, new ArrayBuffer(65_536), () => true);
+    const unreported = returns.lease(channel.worker, new ArrayBuffer(65_536), () => true);
     unreported.hold(); // a forwarded call: never released
     unreported.done();
-    const replaced = leaseWhole(returns, channel.worker, new ArrayBuffer(65_536), () => false);
+    const replaced = returns.lease(channel.worker, new ArrayBuffer(65_536), () => false);
     replaced.done();
     expect(await received(channel)).toEqual([]);
   });
@@ -183,7 +164,7 @@ describe('main handing buffers back', () => {
     const returns = new OutputReturns();
     const channel = fakeWorker();
     const sizes = [65_536, 131_072];
-    for (const size of sizes) leaseWhole(returns, channel.worker, new ArrayBuffer(size), () => true).done();
+    for (const size of sizes) returns.lease(channel.worker, new ArrayBuffer(size), () => true).done();
     const back = await received(channel);
     expect(back).toHaveLength(1);
     expect(back[0]!.buffers.map((b) => b.byteLength)).toEqual(sizes);
@@ -195,9 +176,9 @@ describe('main handing buffers back', () => {
     const [broken, healthy] = [fakeWorker(), fakeWorker()];
     // One buffer leased twice would be listed twice, and a transfer list with a duplicate throws DataCloneError.
     const twice = new ArrayBuffer(65_536);
-    leaseWhole(returns, broken.worker, twice, () => true).done();
-    leaseWhole(returns, broken.worker, twice, () => true).done();
-    leaseWhole(returns, healthy.worker, new ArrayBuffer(65_536), () => true).done();
+    returns.lease(broken.worker, twice, () => true).done();
+    returns.lease(broken.worker, twice, () => true).done();
+    returns.lease(healthy.worker, new ArrayBuffer(65_536), () => true).done();
     expect(await received(broken)).toEqual([]);
     expect((await received(healthy)).map((m) => m.buffers.length)).toEqual([1]);
     expect(returns.returned).toBe(1); // only what was posted counts

@@ -102,6 +102,21 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
   const servedBy = (n: Node) => n.leases.served().length;
   const settled = (...ns: Node[]) => ns.reduce((sum, n) => sum + servedBy(n), 0) === PARTITIONS;
 
+  /** A fresh database and bucket, and nodes a and b each serving half. */
+  async function twoNodes(): Promise<[Node, Node]> {
+    await fresh();
+    const a = await join('a');
+    const b = await join('b');
+    await waitFor(() => servedBy(a) === PARTITIONS / 2 && servedBy(b) === PARTITIONS / 2, 'a and b to serve half each', SETTLE_MS);
+    return [a, b];
+  }
+
+  /** twoNodes on a NATS server of the test's own, to stop and restart. */
+  async function twoNodesOnOwnNats(): Promise<[Node, Node, OwnNats]> {
+    const nats = (own = await startOwnNats());
+    return [...(await twoNodes()), nats];
+  }
+
   it('spreads the partitions evenly over the live nodes, and rebalances when a node joins and when one leaves', async () => {
     await fresh();
     const a = await join('a');
@@ -122,10 +137,7 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
   });
 
   it('moves the partitions of a node cut off from NATS once its lease is over, and that node stops serving them first', async () => {
-    await fresh();
-    const a = await join('a');
-    const b = await join('b');
-    await waitFor(() => servedBy(a) === PARTITIONS / 2 && servedBy(b) === PARTITIONS / 2, 'a and b to serve half each', SETTLE_MS);
+    const [a, b] = await twoNodes();
     const ofA = a.leases.served();
     const underA = await shard(a.leases);
     expect(await underA.writeTurns([{ conv: ref(senderIn(ofA[0]!)), messages: [user('while a serves')] }])).toEqual([null]);
@@ -192,18 +204,14 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
   });
 
   it.skipIf(skipOwn !== null)('stops serving everything while NATS is down, and serves every partition again, under newer tokens, once it is back', async () => {
-    await fresh();
-    own = await startOwnNats();
-    const a = await join('a');
-    const b = await join('b');
-    await waitFor(() => servedBy(a) === PARTITIONS / 2 && servedBy(b) === PARTITIONS / 2, 'a and b to serve half each', SETTLE_MS);
+    const [a, b, nats] = await twoNodesOnOwnNats();
     const tokenOf = (p: number) => a.leases.tokenOf(p) ?? b.leases.tokenOf(p);
     const before = Array.from({ length: PARTITIONS }, (_, p) => tokenOf(p));
     expect(before.every((t) => t !== null)).toBe(true);
     const ofA = a.leases.served();
-    await own.stop();
+    await nats.stop();
     await waitFor(() => servedBy(a) === 0 && servedBy(b) === 0, 'both nodes to stop serving', SETTLE_MS);
-    await own.restart();
+    await nats.restart();
     await waitFor(() => settled(a, b) && servedBy(a) === PARTITIONS / 2, 'a and b to serve every partition again', SETTLE_MS);
     expect(a.leases.served()).toEqual(ofA);
     for (let p = 0; p < PARTITIONS; p++) expect(tokenOf(p), `partition ${p}`).toBeGreaterThan(before[p]!);
@@ -211,21 +219,17 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
   });
 
   it.skipIf(skipOwn !== null)('back from an outage, counts a node that had died before it as gone, and serves its partitions again at once', async () => {
-    await fresh();
-    own = await startOwnNats();
-    const a = await join('a');
-    const b = await join('b');
-    await waitFor(() => servedBy(a) === PARTITIONS / 2 && servedBy(b) === PARTITIONS / 2, 'a and b to serve half each', SETTLE_MS);
+    const [a, b, nats] = await twoNodesOnOwnNats();
     await b.nc.close(); // b dies: its heartbeat stays in the bucket
     await waitFor(() => servedBy(a) === PARTITIONS, 'a to take over every partition', SETTLE_MS);
     // a renews its lease a few times more: b was gone long before a goes blind.
     let renewals = 0;
     a.leases.on('renewed', () => renewals++);
     await waitFor(() => renewals >= 4, 'a to renew its lease four times', SETTLE_MS);
-    await own.stop();
+    await nats.stop();
     await waitFor(() => servedBy(a) === 0, 'a to stop serving', SETTLE_MS);
     const liveAtFirstGain = new Promise<string[]>((resolve) => a.leases.once('gained', () => resolve(a.leases.liveNodes())));
-    await own.restart();
+    await nats.restart();
     expect(await liveAtFirstGain).toEqual(['a']);
     await waitFor(() => servedBy(a) === PARTITIONS, 'a to serve every partition again', SETTLE_MS);
     expect(overlaps).toEqual([]);

@@ -38,7 +38,8 @@ async function install(tarball: string): Promise<void> {
   await run('tar', ['xzf', tarball, '-C', modules]);
   renameSync(join(modules, 'package'), join(modules, 'agentd'));
   symlinkSync(join(ROOT, 'node_modules'), join(modules, 'agentd', 'node_modules'));
-  for (const bin of ['agentd', 'agentctl']) symlinkSync(`../agentd/bin/${bin}.mjs`, join(modules, '.bin', bin));
+  // package.json's "bin": the daemon's launcher is a shell script, agentctl a Node script.
+  for (const [bin, file] of [['agentd', 'agentd'], ['agentctl', 'agentctl.mjs']]) symlinkSync(`../agentd/bin/${file}`, join(modules, '.bin', bin!));
 }
 
 beforeAll(async () => {

@@ -11,7 +11,8 @@ import { AgentdClient, type ConnectOptions, type StreamEvent } from '../../src/c
 import { createTestDatabase, type TestDatabase } from './postgres.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const AGENTD = join(ROOT, 'bin', 'agentd.mjs');
+/** The launcher users run (bin/agentd: the daemon under its malloc settings), so tests see what they see. */
+const AGENTD = join(ROOT, 'bin', 'agentd');
 
 export interface DaemonOptions {
   workers?: number;
@@ -47,7 +48,7 @@ export function makeHome(config?: Record<string, unknown>): string {
 /** Runs agentd to completion (for start-up failures); returns its exit and output. */
 export function runAgentd(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolvePromise) => {
-    const proc = spawn(process.execPath, [AGENTD, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(AGENTD, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -90,7 +91,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   const args = ['--home', home, '--workers', String(opts.workers ?? 2), ...(opts.args ?? [])];
   args.push(...(await storeArgs(home, args)));
   if (!args.includes('--tcp')) args.push('--tcp', '127.0.0.1:0');
-  const proc = spawn(process.execPath, [AGENTD, ...args], {
+  const proc = spawn(AGENTD, args, {
     env: { ...process.env, AGENTD_HOME: home, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

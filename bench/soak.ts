@@ -196,7 +196,7 @@ async function main(): Promise<void> {
   const probe = join(tmpdir(), `agentd-soak-probe-${process.pid}.json`);
   process.env.AGENTD_SOAK_PROBE = probe;
   const probeModule = resolve(import.meta.dirname, 'soak-probe.mjs');
-  const agentd = await startAgentd(workers, AGENTS, { memory_conversations: 256 }, undefined, ['--import', probeModule]);
+  const agentd = await startAgentd(workers, AGENTS, { memory_conversations: 256 }, { nodeArgs: ['--import', probeModule] });
   console.log(`soak: ${totalSeconds} s, ${workers} workers, one line every ${intervalS} s (pid ${agentd.proc.pid})`);
   cpuAtLastSample = processCpuSeconds(agentd.proc.pid!);
 

@@ -46,25 +46,37 @@ function stopper(proc: ChildProcess, cleanup: () => void): () => Promise<void> {
   };
 }
 
-/**
- * Starts the built daemon on a fresh home; `seed(home)` runs first, to prepare data.
- * `root` is the checkout whose dist/ runs (another commit's, for a before/after run).
- */
+/** How a bench daemon starts besides its config. */
+export interface AgentdStart {
+  /** Runs first, to prepare data in the home. */
+  seed?: (home: string) => void;
+  nodeArgs?: string[];
+  /** The checkout whose dist/ runs (another commit's, for a before/after run). */
+  root?: string;
+  /**
+   * `agentd` (the default): under bin/malloc-defaults.sh, as bin/agentd and `npm start` run it; this
+   * checkout's copy, so a before/after run compares code, not settings. `glibc`: glibc's own defaults.
+   */
+  malloc?: 'agentd' | 'glibc';
+}
+
+/** Starts the built daemon on a fresh home. */
 export async function startAgentd(
   workers: number,
   agents: Record<string, unknown>,
   extra: Record<string, unknown> = {},
-  seed?: (home: string) => void,
-  nodeArgs: string[] = [],
-  root: string = ROOT,
+  { seed, nodeArgs = [], root = ROOT, malloc = 'agentd' }: AgentdStart = {},
 ): Promise<Proc> {
   const home = mkdtempSync(join(tmpdir(), 'agentd-bench-'));
   writeFileSync(join(home, 'agentd.json'), JSON.stringify({ agents, ...extra }));
   seed?.(home);
   // The built daemon, as production runs it (`npm run bench` builds first).
-  const proc = spawn(process.execPath, [...nodeArgs, join(root, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0', '--tcp-insecure'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const command = [process.execPath, ...nodeArgs, join(root, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0', '--tcp-insecure'];
+  const env = { ...process.env };
+  for (const name of ['GLIBC_TUNABLES', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']) delete env[name];
+  const proc = malloc === 'glibc'
+    ? spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn('sh', ['-c', '. "$0" && exec "$@"', join(ROOT, 'bin', 'malloc-defaults.sh'), ...command], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const m = await waitForLine(proc, /tcp 127\.0\.0\.1:(\d+)/, 'agentd');
   return {
     unix: join(home, 'run', 'agentd.sock'),

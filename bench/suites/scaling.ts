@@ -35,7 +35,7 @@ async function echoScaling(ctx: BenchContext): Promise<void> {
   for (let round = 0; round < ctx.report.rounds; round++) {
     for (const workers of round % 2 === 0 ? ECHO_WORKERS : [...ECHO_WORKERS].reverse()) {
       for (const { root, persist } of round % 2 === 0 ? runs : [...runs].reverse()) {
-        const d = await startAgentd(workers, { assistant: { model: 'echo' } }, persist ? {} : { persist: false }, undefined, [], root);
+        const d = await startAgentd(workers, { assistant: { model: 'echo' } }, persist ? {} : { persist: false }, { root });
         try {
           const cs = await Promise.all(Array.from({ length: 32 }, (_, i) => frameClient(d.unix, turnBody(`sc${i}`))));
           const r = await throughput(cs, 8, ctx.sizes.rateMs, ctx.sizes.warmupMs);

@@ -134,7 +134,7 @@ async function storedTurns(ctx: BenchContext, pg: TestDatabase | null): Promise<
 
 /** Search over the same 100,000 messages on each store, queried over the socket; `ping` on the SQLite daemon is the floor. */
 async function searchLatency(ctx: BenchContext, pg: TestDatabase | null): Promise<void> {
-  const seeded = await startAgentd(ctx.workers, AGENTS, {}, seedSqlite);
+  const seeded = await startAgentd(ctx.workers, AGENTS, {}, { seed: seedSqlite });
   let onPostgres = null;
   try {
     if (pg !== null) {

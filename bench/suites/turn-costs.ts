@@ -51,7 +51,7 @@ interface Sample {
 
 /** Turns/s and the daemon's CPU µs per turn over the measured window, on a fresh daemon started with `nodeArgs`. */
 async function drive(ctx: BenchContext, root: string | undefined, conns: number, inflight: number, nodeArgs: string[]) {
-  const d = await startAgentd(ctx.workers, { assistant: { model: 'echo' } }, {}, undefined, nodeArgs, root);
+  const d = await startAgentd(ctx.workers, { assistant: { model: 'echo' } }, {}, { nodeArgs, root });
   try {
     const cs = await Promise.all(Array.from({ length: conns }, (_, i) => frameClient(d.unix, turnBody(`tc${i}`))));
     const r = await throughputDetail(cs, inflight, ctx.sizes.rateMs, ctx.sizes.warmupMs, () => processCpuSeconds(d.proc.pid!));

@@ -24,6 +24,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as pause } from 'node:timers/promises';
 import { AgentdClient } from '../src/client/index.ts';
+import { withoutMallocSettings } from './lib/processes.ts';
 
 const { values } = parseArgs({ options: { mib: { type: 'string', default: '16' }, runs: { type: 'string', default: '3' }, streams: { type: 'string', default: '1' } } });
 const MIB = 1024 * 1024;
@@ -34,8 +35,7 @@ type Malloc = 'agentd' | 'glibc';
 
 /** The daemon as bin/agentd starts it, or the same entry straight under glibc's malloc defaults. */
 function startDaemon(home: string, malloc: Malloc): ChildProcess {
-  const env: NodeJS.ProcessEnv = { ...process.env, AGENTD_HOME: home };
-  for (const name of ['GLIBC_TUNABLES', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']) delete env[name];
+  const env = { ...withoutMallocSettings(process.env), AGENTD_HOME: home };
   const args = ['--home', home, '--workers', '2', '--tcp', 'off'];
   const [command, argv] = malloc === 'agentd' ? [join(BIN, 'agentd'), args] : [process.execPath, [join(BIN, 'agentd.mjs'), ...args]];
   return spawn(command, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] });

@@ -88,15 +88,16 @@ const AGENTS = {
   hot: { model: 'echo', echo: { cpu_us: 200_000, delay_ms: 1_000 } },
 };
 
-function options(): { totalSeconds: number; workers: number } {
-  const { values } = parseArgs({ options: { minutes: { type: 'string' }, seconds: { type: 'string' }, workers: { type: 'string' } } });
+function options(): { totalSeconds: number; workers: number; malloc: 'agentd' | 'glibc' } {
+  const { values } = parseArgs({ options: { minutes: { type: 'string' }, seconds: { type: 'string' }, workers: { type: 'string' }, malloc: { type: 'string' } } });
   const totalSeconds = values.seconds !== undefined ? Number(values.seconds) : Number(values.minutes ?? 10) * 60;
   const workers = Number(values.workers ?? 2);
-  if (!(totalSeconds >= 30) || !Number.isInteger(workers) || workers < 1) {
-    console.error('usage: npm run soak -- [--minutes N | --seconds N (at least 30)] [--workers N]');
+  const malloc = values.malloc ?? 'agentd';
+  if (!(totalSeconds >= 30) || !Number.isInteger(workers) || workers < 1 || (malloc !== 'agentd' && malloc !== 'glibc')) {
+    console.error('usage: npm run soak -- [--minutes N | --seconds N (at least 30)] [--workers N] [--malloc agentd|glibc]');
     process.exit(2);
   }
-  return { totalSeconds, workers };
+  return { totalSeconds, workers, malloc };
 }
 
 /** Starts every driver; returns their loops, to await once the load stops. */
@@ -191,13 +192,13 @@ async function stopLoad(load: drive.Load, loops: Promise<void>[]): Promise<boole
 }
 
 async function main(): Promise<void> {
-  const { totalSeconds, workers } = options();
+  const { totalSeconds, workers, malloc } = options();
   const intervalS = Math.min(60, Math.max(3, Math.round(totalSeconds / INTERVALS)));
   const probe = join(tmpdir(), `agentd-soak-probe-${process.pid}.json`);
   process.env.AGENTD_SOAK_PROBE = probe;
   const probeModule = resolve(import.meta.dirname, 'soak-probe.mjs');
-  const agentd = await startAgentd(workers, AGENTS, { memory_conversations: 256 }, { nodeArgs: ['--import', probeModule] });
-  console.log(`soak: ${totalSeconds} s, ${workers} workers, one line every ${intervalS} s (pid ${agentd.proc.pid})`);
+  const agentd = await startAgentd(workers, AGENTS, { memory_conversations: 256 }, { nodeArgs: ['--import', probeModule], malloc });
+  console.log(`soak: ${totalSeconds} s, ${workers} workers, ${malloc === 'agentd' ? "agentd's" : "glibc's default"} malloc settings, one line every ${intervalS} s (pid ${agentd.proc.pid})`);
   cpuAtLastSample = processCpuSeconds(agentd.proc.pid!);
 
   const load: drive.Load = { socketPath: agentd.unix, running: true, meter: new TurnMeter(), searches: new TurnMeter(), acked: new Map(), errors: new Map(), done: new Map() };

@@ -60,6 +60,13 @@ export interface AgentdStart {
   malloc?: 'agentd' | 'glibc';
 }
 
+/** `env` less GLIBC_TUNABLES and the MALLOC_* variables, so a daemon runs under the malloc settings a bench chose. */
+export function withoutMallocSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const name of ['GLIBC_TUNABLES', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']) delete out[name];
+  return out;
+}
+
 /** Starts the built daemon on a fresh home. */
 export async function startAgentd(
   workers: number,
@@ -72,8 +79,7 @@ export async function startAgentd(
   seed?.(home);
   // The built daemon, as production runs it (`npm run bench` builds first).
   const command = [process.execPath, ...nodeArgs, join(root, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0', '--tcp-insecure'];
-  const env = { ...process.env };
-  for (const name of ['GLIBC_TUNABLES', 'MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']) delete env[name];
+  const env = withoutMallocSettings(process.env);
   const proc = malloc === 'glibc'
     ? spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
     : spawn('sh', ['-c', '. "$0" && exec "$@"', join(ROOT, 'bin', 'malloc-defaults.sh'), ...command], { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -39,7 +39,7 @@ async function install(tarball: string): Promise<void> {
   renameSync(join(modules, 'package'), join(modules, 'agentd'));
   symlinkSync(join(ROOT, 'node_modules'), join(modules, 'agentd', 'node_modules'));
   // package.json's "bin": the daemon's launcher is a shell script, agentctl a Node script.
-  for (const [bin, file] of [['agentd', 'agentd'], ['agentctl', 'agentctl.mjs']]) symlinkSync(`../agentd/bin/${file}`, join(modules, '.bin', bin!));
+  for (const [bin, file] of [['agentd', 'agentd'], ['agentctl', 'agentctl.mjs']] as const) symlinkSync(`../agentd/bin/${file}`, join(modules, '.bin', bin));
 }
 
 beforeAll(async () => {

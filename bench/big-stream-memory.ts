@@ -18,13 +18,14 @@
  * one build spread widely (which thread frees a big block first), so read several.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as pause } from 'node:timers/promises';
 import { AgentdClient } from '../src/client/index.ts';
 import { withoutMallocSettings } from './lib/processes.ts';
+import { peakResident as peak, resetPeak } from '../test/helpers/resident-memory.ts';
 
 const { values } = parseArgs({ options: { mib: { type: 'string', default: '16' }, runs: { type: 'string', default: '3' }, streams: { type: 'string', default: '1' } } });
 const MIB = 1024 * 1024;
@@ -39,14 +40,6 @@ function startDaemon(home: string, malloc: Malloc): ChildProcess {
   const args = ['--home', home, '--workers', '2', '--tcp', 'off'];
   const [command, argv] = malloc === 'agentd' ? [join(BIN, 'agentd'), args] : [process.execPath, [join(BIN, 'agentd.mjs'), ...args]];
   return spawn(command, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] });
-}
-
-const status = (pid: number, field: string): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
-const peak = (pid: number): number => status(pid, 'VmHWM');
-/** Resets the peak to where memory stands now (Linux clear_refs 5) and returns that: an earlier, higher peak (start-up) would hide growth. */
-function resetPeak(pid: number): number {
-  writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  return status(pid, 'VmRSS');
 }
 
 async function run(malloc: Malloc): Promise<{ atEnd: number; indexed: number; searched: number }> {

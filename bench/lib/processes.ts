@@ -1,5 +1,5 @@
 /** Starts the systems under test as separate processes and waits until each is ready. */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -78,11 +78,11 @@ export async function startAgentd(
   writeFileSync(join(home, 'agentd.json'), JSON.stringify({ agents, ...extra }));
   seed?.(home);
   // The built daemon, as production runs it (`npm run bench` builds first).
-  const command = [process.execPath, ...nodeArgs, join(root, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0', '--tcp-insecure'];
-  const env = withoutMallocSettings(process.env);
+  const nodeArgv = [...nodeArgs, join(root, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0', '--tcp-insecure'];
+  const options = { env: withoutMallocSettings(process.env), stdio: ['ignore', 'pipe', 'pipe'] } satisfies SpawnOptions;
   const proc = malloc === 'glibc'
-    ? spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn('sh', ['-c', '. "$0" && exec "$@"', join(ROOT, 'bin', 'malloc-defaults.sh'), ...command], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    ? spawn(process.execPath, nodeArgv, options)
+    : spawn('sh', ['-c', '. "$0" && exec "$@"', join(ROOT, 'bin', 'malloc-defaults.sh'), process.execPath, ...nodeArgv], options);
   const m = await waitForLine(proc, /tcp 127\.0\.0\.1:(\d+)/, 'agentd');
   return {
     unix: join(home, 'run', 'agentd.sock'),

@@ -25,31 +25,16 @@
  * (search-texts.ts). AGENTD_BIG_STREAM_MIB picks another size (small sizes
  * are dominated by fixed costs).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { setTimeout as pause } from 'node:timers/promises';
 import { testClient, testDaemon } from '../helpers/daemon.ts';
 import { RawConn } from '../helpers/raw.ts';
+import { peakResident, resetPeak } from '../helpers/resident-memory.ts';
 
 const MIB = 1024 * 1024;
 const SIZE_MIB = Number(process.env.AGENTD_BIG_STREAM_MIB ?? 16);
 const MAX_GROWTH_PER_BYTE = 4.5;
 const MAX_GROWTH_AFTER_SEARCH = 5;
-
-/** A field of /proc/PID/status, in bytes. */
-function statusBytes(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
-  return Number(/(\d+)/.exec(line ?? '')![1]) * 1024;
-}
-
-/** The process's peak resident memory since the last reset. */
-const peakResident = (pid: number): number => statusBytes(pid, 'VmHWM');
-
-/** Resets the peak to where resident memory stands now (Linux clear_refs 5), so start-up's higher peak hides no growth; returns it. */
-function resetPeak(pid: number): number {
-  writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  return statusBytes(pid, 'VmRSS');
-}
 
 describe('a big stream', () => {
   it(`${SIZE_MIB} MiB of two-byte words arrive whole, in coalesced frames, to a reading client; peak memory grows < ${MAX_GROWTH_PER_BYTE}x the request, < ${MAX_GROWTH_AFTER_SEARCH}x after a search`, { timeout: 240_000 }, async () => {

@@ -6,22 +6,21 @@
  * (VmHWM) rose above where it stood during each, in bytes, and the
  * search's hits. Alone in a fresh process so that nothing else moves it.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { openDatabase } from '../../src/shared/db.ts';
 import { freshStore } from './sqlite-store.ts';
 import { bigWords } from './big-bodies.ts';
+import { peakResident, resetPeak } from './resident-memory.ts';
 import { SearchIndex } from '../../src/worker/search-index.ts';
 import { SessionSearch, type SessionHit } from '../../src/worker/search.ts';
 
 const MIB = 1024 * 1024;
 const size = Number(process.argv[2] ?? 16) * MIB;
-const status = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync('/proc/self/status', 'utf8'))![1]) * 1024;
-/** Runs `fn` and returns how far resident memory peaked above where it stood: the peak is reset first (Linux clear_refs 5), so an earlier, higher peak hides nothing. */
+/** Runs `fn` and returns how far resident memory peaked above where it stood (the peak is reset first). */
 function growthDuring(fn: () => void): number {
-  writeFileSync('/proc/self/clear_refs', '5');
-  const before = status('VmRSS');
+  const before = resetPeak('self');
   fn();
-  return status('VmHWM') - before;
+  return peakResident('self') - before;
 }
 
 const { dir, path, db: writer, store } = freshStore('search-peak');

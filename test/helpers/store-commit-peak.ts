@@ -6,13 +6,13 @@
  * in bytes, and how the message was stored. Alone in a fresh process so that
  * nothing else moves the peak.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { freshStore } from './sqlite-store.ts';
 import { bigWords } from './big-bodies.ts';
+import { peakResident } from './resident-memory.ts';
 
 const MIB = 1024 * 1024;
 const size = Number(process.argv[2] ?? 16) * MIB;
-const peak = (): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) * 1024;
 
 const { dir, db, store } = freshStore('commit-peak');
 try {
@@ -21,10 +21,10 @@ try {
   // A first small turn: the statements and the conversation's row exist before the measure.
   store.writeTurns([{ conv, messages: [{ role: 'user', content: 'warm up' }], outcome: null }]);
   conv.stored = 1;
-  const before = peak();
+  const before = peakResident('self');
   const [result] = store.writeTurns([{ conv, messages: [{ role: 'user', content: text }], outcome: null }]);
   if (result instanceof Error) throw result;
-  const growth = peak() - before;
+  const growth = peakResident('self') - before;
   const stored = db.prepare('SELECT typeof(content) AS type, length(content) AS n FROM messages WHERE idx = 1').get();
   process.stdout.write(JSON.stringify({ growth, stored }));
   db.close();

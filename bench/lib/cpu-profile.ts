@@ -27,7 +27,7 @@ interface CpuProfile {
 const IDLE = new Set(['(idle)', 'atomicsWaitLoop']);
 
 /**
- * Blocked in Atomics.wait for the shards' write lock (shared/write-lock.ts):
+ * Blocked in Atomics.wait for the shards' write lock (storage/sqlite/write-lock.ts):
  * a thread waiting, not using CPU, though the profiler sees it busy. Its own
  * stage, which the suite keeps out of the CPU shares.
  */
@@ -80,7 +80,7 @@ const projectFile = (url: string): string | null => {
 
 function stageOf(kind: ThreadKind, stack: ProfileNode[]): string {
   const leaf = stack[0]!.callFrame;
-  if (leaf.functionName === 'acquire' && leaf.url.endsWith('shared/write-lock.js')) return LOCK_WAIT;
+  if (leaf.functionName === 'acquire' && leaf.url.endsWith('storage/sqlite/write-lock.js')) return LOCK_WAIT;
   if (kind === 'writer') return 'writer: commit (every shard\'s turns)';
   if (kind === 'storage' || kind === 'other') return `${kind} threads`;
   const rules = kind === 'main' ? MAIN_RULES : SHARD_RULES;
@@ -99,9 +99,9 @@ function threadKind(p: CpuProfile, fileName: string): ThreadKind {
   // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread.
   if (fileName.split('.')[4] === '0') return 'main';
   const urls = p.nodes.map((n) => n.callFrame.url);
-  if (urls.some((u) => u.endsWith('worker/shard.js'))) return 'shard';
-  if (urls.some((u) => u.endsWith('worker/storage-tasks.js'))) return 'storage';
-  if (urls.some((u) => u.endsWith('worker/writer-thread.js'))) return 'writer';
+  if (urls.some((u) => u.endsWith('shard/shard.js'))) return 'shard';
+  if (urls.some((u) => u.endsWith('threads/storage/storage-tasks.js'))) return 'storage';
+  if (urls.some((u) => u.endsWith('threads/writer/writer-thread.js'))) return 'writer';
   return 'other';
 }
 

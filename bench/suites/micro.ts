@@ -7,7 +7,7 @@
 import { Bench } from 'tinybench';
 import { encodeBody, encodeFrame, FrameDecoder } from '../../src/shared/codec.ts';
 import { fnv1a32, pairHash } from '../../src/shared/hash.ts';
-import { Fifo } from '../../src/worker/fifo.ts';
+import { Fifo } from '../../src/shard/fifo.ts';
 import type { BenchContext } from '../lib/context.ts';
 
 export async function run(ctx: BenchContext): Promise<void> {

@@ -11,10 +11,10 @@ import { listModels } from '../shared/provider-http.ts';
 import type { Logger } from '../shared/log.ts';
 import type { AgentInfo, AgentRegistry } from './agent-registry.ts';
 import { tooMany } from './limits.ts';
-import type { EventBus } from './event-bus.ts';
-import type { ShardPool } from './shard-pool.ts';
-import type { StoragePool } from './storage-pool.ts';
-import { checkHarnessModules } from './harness-modules.ts';
+import type { EventBus } from './bus/event-bus.ts';
+import type { ShardPool } from './hosts/shard-pool.ts';
+import type { StoragePool } from './hosts/storage-pool.ts';
+import { checkHarnessModules } from './hosts/harness-modules.ts';
 
 export interface AgentServiceOptions {
   agents: AgentRegistry;

@@ -21,7 +21,7 @@ import {
   type TcpAddress,
 } from '../shared/config.ts';
 import { parseStoreUrl, type StoreLocation } from '../shared/store-location.ts';
-import { checkHarnessModulesAtStart } from './harness-modules.ts';
+import { checkHarnessModulesAtStart } from './hosts/harness-modules.ts';
 
 export interface StartFlags {
   home?: string;

@@ -1,7 +1,7 @@
 /** The one builder of the turn message main sends a shard, for client turns and bus-fired ones alike. */
 import type { OnBusy, ToolChoice } from '../shared/protocol.ts';
 import { BUS_CONN, type TurnRequest } from '../shared/threads.ts';
-import type { ContentBytes } from './request-body.ts';
+import type { ContentBytes } from './net/request-body.ts';
 
 /** What a turn must say; everything else takes the default of a plain stored turn. */
 export interface TurnFields {

@@ -18,7 +18,7 @@
  * store a stalled turn), the request as a string in the shard (1x), SQLite's
  * copy of the bound value and of the row it builds (2x), and
  * buffers V8 has not yet collected (main's socket reads; the shard's output
- * buffers go back to it for reuse once written, src/main/output-returns.ts).
+ * buffers go back to it for reuse once written, src/main/hosts/output-returns.ts).
  * The commit's own cost is held by a deterministic test
  * (test/unit/store-commit-memory.test.ts). After `end` a storage thread
  * indexes the two messages; a search reads a big text in slices

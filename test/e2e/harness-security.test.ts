@@ -13,7 +13,7 @@ import Database from 'better-sqlite3';
 import type { StreamEvent } from '../../src/client/index.ts';
 import { cleanup, collect, makeHome, runAgentd, startDaemon, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
-import { HARNESS_ENV_KEYS } from '../../src/worker/harness-env.ts';
+import { HARNESS_ENV_KEYS } from '../../src/threads/harness/harness-env.ts';
 
 const KEY = 'sk-harness-must-never-see-this';
 const TOKEN = 'agentd-token-harness-must-never-see';

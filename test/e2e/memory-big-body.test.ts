@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { AgentdError } from '../../src/client/index.ts';
 import { testClient, testDaemon } from '../helpers/daemon.ts';
-import { LAZY_BODY_BYTES } from '../../src/main/request-body.ts';
+import { LAZY_BODY_BYTES } from '../../src/main/net/request-body.ts';
 
 const CONFIG = { agents: { assistant: { model: 'echo' } } };
 /** Well past the lazy threshold, with one-, two-, three- and four-byte characters. */

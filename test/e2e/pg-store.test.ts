@@ -6,7 +6,7 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { AgentdClient } from '../../src/client/index.ts';
-import { PG_SCHEMA_VERSION } from '../../src/worker/pg-schema.ts';
+import { PG_SCHEMA_VERSION } from '../../src/storage/postgres/schema.ts';
 import { collect, makeHome, runAgentd, startDaemon, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { pgUnavailable, testDatabase, type TestDatabase } from '../helpers/postgres.ts';
 import { startPgProxy } from '../helpers/pg-proxy.ts';

@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { openDatabase } from '../../src/shared/db.ts';
-import { ConversationStore } from '../../src/worker/store.ts';
-import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
+import { openDatabase } from '../../src/storage/sqlite/db.ts';
+import { ConversationStore } from '../../src/storage/sqlite/store.ts';
+import { createWriteLockBuffer, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
 import { startDaemon, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 
 const CONFIG = { agents: { assistant: { model: 'echo' } } };

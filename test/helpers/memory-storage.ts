@@ -6,8 +6,8 @@
  */
 import { StopReason, zeroUsage } from '../../src/shared/protocol.ts';
 import type { StalledTurn } from '../../src/shared/threads.ts';
-import type { Message } from '../../src/worker/models/types.ts';
-import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from '../../src/worker/storage-contract.ts';
+import type { Message } from '../../src/models/types.ts';
+import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from '../../src/storage/contract.ts';
 
 interface Row {
   id: number;

@@ -1,5 +1,5 @@
 /** An outbox for unit tests of the shard's logic: it keeps what it is given, decoded. */
-import type { FrameOut } from '../../src/worker/outbox.ts';
+import type { FrameOut } from '../../src/shard/outbox.ts';
 
 export interface Frame {
   conn: number;

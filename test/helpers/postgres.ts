@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { onTestFinished } from 'vitest';
-import { safeUrl } from '../../src/worker/pg-pool.ts';
+import { safeUrl } from '../../src/storage/postgres/pool.ts';
 
 /** Any database on the server: it is only used to create and drop the tests' own. */
 export const PG_ADMIN_URL = process.env.AGENTD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

@@ -7,12 +7,12 @@
  * search's hits. Alone in a fresh process so that nothing else moves it.
  */
 import { rmSync } from 'node:fs';
-import { openDatabase } from '../../src/shared/db.ts';
+import { openDatabase } from '../../src/storage/sqlite/db.ts';
 import { freshStore } from './sqlite-store.ts';
 import { bigWords } from './big-bodies.ts';
 import { peakResident, resetPeak } from './resident-memory.ts';
-import { SearchIndex } from '../../src/worker/search-index.ts';
-import { SessionSearch, type SessionHit } from '../../src/worker/search.ts';
+import { SearchIndex } from '../../src/storage/sqlite/search-index.ts';
+import { SessionSearch, type SessionHit } from '../../src/storage/sqlite/search.ts';
 
 const MIB = 1024 * 1024;
 const size = Number(process.argv[2] ?? 16) * MIB;

@@ -2,9 +2,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
-import { createWriteLockBuffer, ownerToken, WriteLock } from '../../src/shared/write-lock.ts';
-import { ConversationStore } from '../../src/worker/store.ts';
+import { migrate, openDatabase, type Db } from '../../src/storage/sqlite/db.ts';
+import { createWriteLockBuffer, ownerToken, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
+import { ConversationStore } from '../../src/storage/sqlite/store.ts';
 
 export interface FreshStore {
   /** The temporary folder holding the database (a script that outlives no test removes it). */

@@ -4,11 +4,11 @@
  * WriterClient per shard storage, exactly as the writer thread serves them.
  */
 import { MessageChannel } from 'node:worker_threads';
-import { openDatabase, type Db } from '../../src/shared/db.ts';
-import { WRITER_TOKEN, WriteLock } from '../../src/shared/write-lock.ts';
-import { GroupCommitter } from '../../src/worker/group-commit.ts';
-import { ConversationStore, SqliteConversationStorage } from '../../src/worker/store.ts';
-import { WriterClient } from '../../src/worker/writer-client.ts';
+import { openDatabase, type Db } from '../../src/storage/sqlite/db.ts';
+import { WRITER_TOKEN, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
+import { GroupCommitter } from '../../src/storage/sqlite/group-commit.ts';
+import { ConversationStore, SqliteConversationStorage } from '../../src/storage/sqlite/store.ts';
+import { WriterClient } from '../../src/threads/writer/writer-client.ts';
 
 export class InProcessWriter {
   readonly #path: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChainBudget } from '../../src/main/chain-budget.ts';
+import { ChainBudget } from '../../src/main/bus/chain-budget.ts';
 import { lostVerdict, TurnLedger } from '../../src/main/turn-ledger.ts';
 import { turnRequest } from '../../src/main/turn-request.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChunkCoalescer, SEPARATE_PER_BATCH } from '../../src/worker/chunk-coalescer.ts';
+import { ChunkCoalescer, SEPARATE_PER_BATCH } from '../../src/shard/turn/chunk-coalescer.ts';
 
 function setup() {
   const out: [string, string][] = [];

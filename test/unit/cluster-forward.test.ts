@@ -1,11 +1,11 @@
 /**
- * Forwarding between nodes over NATS (src/main/cluster/forward.ts): two
+ * Forwarding between nodes over NATS (src/cluster/forward.ts): two
  * "nodes" in this process, each on a NATS connection of its own. Skipped,
  * with the reason printed, without a NATS server.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ForwardClient, ForwardError, ForwardServer, type ForwardReply } from '../../src/main/cluster/forward.ts';
+import { ForwardClient, ForwardError, ForwardServer, type ForwardReply } from '../../src/cluster/forward.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { waitFor } from '../helpers/daemon.ts';
 import { natsConnection, natsUnavailable, testBucket } from '../helpers/nats.ts';

@@ -6,12 +6,12 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LeaseManager, type LossReason } from '../../src/main/cluster/leases.ts';
+import { LeaseManager, type LossReason } from '../../src/cluster/leases.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { partitionOf, type FenceSource } from '../../src/shared/partitions.ts';
-import type { Message } from '../../src/worker/models/types.ts';
-import { createPgConversationStorage, createPgDaemonStorage } from '../../src/worker/pg-store.ts';
-import type { ConversationRef, ConversationStorage, DaemonStorage } from '../../src/worker/storage-contract.ts';
+import type { Message } from '../../src/models/types.ts';
+import { createPgConversationStorage, createPgDaemonStorage } from '../../src/storage/postgres/store.ts';
+import type { ConversationRef, ConversationStorage, DaemonStorage } from '../../src/storage/contract.ts';
 import { waitFor } from '../helpers/daemon.ts';
 import { connect } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';

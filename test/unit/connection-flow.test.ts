@@ -10,7 +10,7 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Connection, STALLED_READER_MS, type ConnectionHost } from '../../src/main/connection.ts';
+import { Connection, STALLED_READER_MS, type ConnectionHost } from '../../src/main/net/connection.ts';
 
 const LIMITS = { maxBodyBytes: 1024 * 1024, maxElements: 100_000, highWaterBytes: 65_536, hardLimitBytes: 262_144, token: null, authTimeoutMs: 10_000 };
 const BIG_WRITE = 16 * 1024 * 1024;

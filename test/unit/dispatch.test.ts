@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { createDispatch, operationNames, type DispatchContext, type Requester } from '../../src/main/dispatch.ts';
 import { AgentRegistry } from '../../src/main/agent-registry.ts';
-import { EventBus } from '../../src/main/event-bus.ts';
-import { ObserverHub } from '../../src/main/observers.ts';
-import type { ShardPool } from '../../src/main/shard-pool.ts';
+import { EventBus } from '../../src/main/bus/event-bus.ts';
+import { ObserverHub } from '../../src/main/bus/observers.ts';
+import type { ShardPool } from '../../src/main/hosts/shard-pool.ts';
 import type { AgentService } from '../../src/main/agent-service.ts';
 import type { SkillCatalogue } from '../../src/main/skills.ts';
-import type { McpHub } from '../../src/main/mcp-hub.ts';
+import type { McpHub } from '../../src/main/hosts/mcp-hub.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import type { ToShard } from '../../src/shared/threads.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { countWords, EchoModel, wordChunks } from '../../src/worker/models/echo.ts';
-import type { ModelEvent } from '../../src/worker/models/types.ts';
-import { Cancellation } from '../../src/worker/cancellation.ts';
+import { countWords, EchoModel, wordChunks } from '../../src/models/echo.ts';
+import type { ModelEvent } from '../../src/models/types.ts';
+import { Cancellation } from '../../src/shard/turn/cancellation.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
 
 describe('echo model', () => {

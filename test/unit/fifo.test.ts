@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Fifo } from '../../src/worker/fifo.ts';
+import { Fifo } from '../../src/shard/fifo.ts';
 
 describe('Fifo', () => {
   it('keeps order through pushes and shifts', () => {

@@ -10,12 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
-import { migrate, openDatabase } from '../../src/shared/db.ts';
-import { createWriteLockBuffer, ownerToken, WRITER_TOKEN, WriteLock } from '../../src/shared/write-lock.ts';
-import { ConversationStore, DIRECT_COMMIT_CHARS, SqliteConversationStorage } from '../../src/worker/store.ts';
-import { WriterClient } from '../../src/worker/writer-client.ts';
-import type { CommitRequest } from '../../src/worker/group-commit.ts';
-import type { ConversationRef, ConversationStorage } from '../../src/worker/storage-contract.ts';
+import { migrate, openDatabase } from '../../src/storage/sqlite/db.ts';
+import { createWriteLockBuffer, ownerToken, WRITER_TOKEN, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
+import { ConversationStore, DIRECT_COMMIT_CHARS, SqliteConversationStorage } from '../../src/storage/sqlite/store.ts';
+import { WriterClient } from '../../src/threads/writer/writer-client.ts';
+import type { CommitRequest } from '../../src/storage/sqlite/group-commit.ts';
+import type { ConversationRef, ConversationStorage } from '../../src/storage/contract.ts';
 import { InProcessWriter } from '../helpers/sqlite-writer.ts';
 
 let dir = '';

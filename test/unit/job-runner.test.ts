@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CancelReason, JobRunner } from '../../src/worker/job-runner.ts';
-import { Conversation, type Job } from '../../src/worker/conversation.ts';
-import { Cancellation } from '../../src/worker/cancellation.ts';
-import { TurnReply } from '../../src/worker/turn-reply.ts';
-import { Models } from '../../src/worker/models/index.ts';
-import { NO_TOOLS } from '../../src/worker/tools.ts';
-import type { Harness } from '../../src/worker/harness.ts';
+import { CancelReason, JobRunner } from '../../src/shard/job-runner.ts';
+import { Conversation, type Job } from '../../src/shard/conversation.ts';
+import { Cancellation } from '../../src/shard/turn/cancellation.ts';
+import { TurnReply } from '../../src/shard/turn/turn-reply.ts';
+import { Models } from '../../src/models/index.ts';
+import { NO_TOOLS } from '../../src/shard/tools/tools.ts';
+import type { Harness } from '../../src/shard/tools/harness.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { turnRequest } from '../../src/main/turn-request.ts';

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { offeredToolNames } from '../../src/shared/mcp-names.ts';
+import { offeredToolNames } from '../../src/threads/mcp/mcp-names.ts';
 import { Redactor } from '../../src/shared/redact.ts';
 import { replacingPatch } from '../../src/main/ops/mcp.ts';
 import { mergePatch } from '../../src/shared/merge-patch.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
-import { resultText } from '../../src/worker/mcp-results.ts';
+import { resultText } from '../../src/threads/mcp/mcp-results.ts';
 
 describe('MCP tool names', () => {
   it('are <server>__<tool>, sanitized, at most 64 characters, unique', () => {

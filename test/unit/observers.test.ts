@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ObserverHub, OBSERVER_BACKLOG_BYTES, type ObserverSink } from '../../src/main/observers.ts';
+import { ObserverHub, OBSERVER_BACKLOG_BYTES, type ObserverSink } from '../../src/main/bus/observers.ts';
 import { decodeBody, encodeBody, FrameDecoder } from '../../src/shared/codec.ts';
 
 /** A fake connection that decodes what is written to it. */

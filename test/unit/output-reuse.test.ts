@@ -5,8 +5,8 @@
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { Outbox } from '../../src/worker/outbox.ts';
-import { OutputReturns } from '../../src/main/output-returns.ts';
+import { Outbox } from '../../src/shard/outbox.ts';
+import { OutputReturns } from '../../src/main/hosts/output-returns.ts';
 import { forEachSection, HEADER_BYTES } from '../../src/shared/byte-layouts.ts';
 import { decodeBody } from '../../src/shared/codec.ts';
 import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type FrameBatch, type OutputBuffers } from '../../src/shared/threads.ts';

@@ -6,12 +6,12 @@
  */
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { createLogger } from '../../src/shared/log.ts';
-import type { Message } from '../../src/worker/models/types.ts';
-import { createPgConversationStorage, createPgDaemonStorage } from '../../src/worker/pg-store.ts';
-import { INDEXED_CHARS } from '../../src/worker/pg-search-text.ts';
-import { snippetOf, WHOLE_TEXT_BYTES } from '../../src/worker/search-rules.ts';
-import { openPool } from '../../src/worker/pg-pool.ts';
-import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome, TurnRecord } from '../../src/worker/storage-contract.ts';
+import type { Message } from '../../src/models/types.ts';
+import { createPgConversationStorage, createPgDaemonStorage } from '../../src/storage/postgres/store.ts';
+import { INDEXED_CHARS } from '../../src/storage/postgres/search-text.ts';
+import { snippetOf, WHOLE_TEXT_BYTES } from '../../src/storage/search-rules.ts';
+import { openPool } from '../../src/storage/postgres/pool.ts';
+import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome, TurnRecord } from '../../src/storage/contract.ts';
 import { SEARCH_LIMITS, StopReason } from '../../src/shared/protocol.ts';
 import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
 import { startPgProxy } from '../helpers/pg-proxy.ts';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeBody, decodeTurnContent, encodeBody } from '../../src/shared/codec.ts';
-import { ContentBytes, decodeRequest, LAZY_BODY_BYTES } from '../../src/main/request-body.ts';
+import { ContentBytes, decodeRequest, LAZY_BODY_BYTES } from '../../src/main/net/request-body.ts';
 
 const big = 'é and words '.repeat(LAZY_BODY_BYTES / 8);
 

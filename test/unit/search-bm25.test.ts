@@ -1,11 +1,11 @@
 /** search-bm25.ts scores as FTS5's bm25() does, at a bounded cost: checked against bm25() on a real index. */
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/shared/db.ts';
-import type { ConversationStore } from '../../src/worker/store.ts';
-import { SearchIndex } from '../../src/worker/search-index.ts';
-import { Bm25Stats, CONVERSATIONS_FTS, IDF_COUNT_CAP, MESSAGES_FTS, tokens } from '../../src/worker/search-bm25.ts';
-import { queryWords, ftsQuery } from '../../src/worker/search-rules.ts';
-import type { Message } from '../../src/worker/models/types.ts';
+import type { Db } from '../../src/storage/sqlite/db.ts';
+import type { ConversationStore } from '../../src/storage/sqlite/store.ts';
+import { SearchIndex } from '../../src/storage/sqlite/search-index.ts';
+import { Bm25Stats, CONVERSATIONS_FTS, IDF_COUNT_CAP, MESSAGES_FTS, tokens } from '../../src/storage/sqlite/search-bm25.ts';
+import { queryWords, ftsQuery } from '../../src/storage/search-rules.ts';
+import type { Message } from '../../src/models/types.ts';
 import { freshStore } from '../helpers/sqlite-store.ts';
 
 let db: Db;

@@ -3,12 +3,12 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { migrate, openDatabase, type Db } from '../../src/shared/db.ts';
-import { ConversationStore } from '../../src/worker/store.ts';
-import { BATCH_TEXT_BYTES, SearchIndex } from '../../src/worker/search-index.ts';
-import { SessionSearch } from '../../src/worker/search.ts';
-import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
-import type { Message } from '../../src/worker/models/types.ts';
+import { migrate, openDatabase, type Db } from '../../src/storage/sqlite/db.ts';
+import { ConversationStore } from '../../src/storage/sqlite/store.ts';
+import { BATCH_TEXT_BYTES, SearchIndex } from '../../src/storage/sqlite/search-index.ts';
+import { SessionSearch } from '../../src/storage/sqlite/search.ts';
+import { createWriteLockBuffer, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
+import type { Message } from '../../src/models/types.ts';
 import { freshStore } from '../helpers/sqlite-store.ts';
 
 let db: Db;

@@ -6,12 +6,12 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { Db } from '../../src/shared/db.ts';
-import type { ConversationStore } from '../../src/worker/store.ts';
-import { SessionSearch, type SearchOptions } from '../../src/worker/search.ts';
-import { Bm25Stats, MAX_HELD_TOKEN, MESSAGES_FTS } from '../../src/worker/search-bm25.ts';
-import { snippetOf, snippetOfSlices, type SliceRead } from '../../src/worker/search-rules.ts';
-import type { Message } from '../../src/worker/models/types.ts';
+import type { Db } from '../../src/storage/sqlite/db.ts';
+import type { ConversationStore } from '../../src/storage/sqlite/store.ts';
+import { SessionSearch, type SearchOptions } from '../../src/storage/sqlite/search.ts';
+import { Bm25Stats, MAX_HELD_TOKEN, MESSAGES_FTS } from '../../src/storage/sqlite/search-bm25.ts';
+import { snippetOf, snippetOfSlices, type SliceRead } from '../../src/storage/search-rules.ts';
+import type { Message } from '../../src/models/types.ts';
 import { piecesAt } from '../helpers/cuts.ts';
 import { freshStore } from '../helpers/sqlite-store.ts';
 

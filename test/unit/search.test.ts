@@ -1,9 +1,9 @@
 /** Session search rules, against a real database built through the shard's own store. */
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/shared/db.ts';
-import type { ConversationStore } from '../../src/worker/store.ts';
-import { ftsQuery, NARROW_FILTER_ROWS, SessionSearch, snippetOf, type SearchOptions } from '../../src/worker/search.ts';
-import type { Message } from '../../src/worker/models/types.ts';
+import type { Db } from '../../src/storage/sqlite/db.ts';
+import type { ConversationStore } from '../../src/storage/sqlite/store.ts';
+import { ftsQuery, NARROW_FILTER_ROWS, SessionSearch, snippetOf, type SearchOptions } from '../../src/storage/sqlite/search.ts';
+import type { Message } from '../../src/models/types.ts';
 import { freshStore } from '../helpers/sqlite-store.ts';
 
 let db: Db;

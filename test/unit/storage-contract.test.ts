@@ -1,5 +1,5 @@
 /**
- * The storage contract (src/worker/storage-contract.ts), the same tests for
+ * The storage contract (src/storage/contract.ts), the same tests for
  * every backend: what a shard and a storage thread rely on, whatever holds
  * the data. Each test gets a store of its own.
  */
@@ -9,17 +9,17 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { SCHEMA_VERSION } from '../../src/shared/db.ts';
-import { createWriteLockBuffer, WriteLock } from '../../src/shared/write-lock.ts';
-import { SqliteDaemonStorage } from '../../src/worker/daemon-store.ts';
+import { SCHEMA_VERSION } from '../../src/storage/sqlite/db.ts';
+import { createWriteLockBuffer, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
+import { SqliteDaemonStorage } from '../../src/storage/sqlite/daemon-store.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { StopReason, zeroUsage } from '../../src/shared/protocol.ts';
 import type { SearchOptions } from '../../src/shared/threads.ts';
-import { SEARCH_CANDIDATES } from '../../src/worker/search-rules.ts';
-import type { Message } from '../../src/worker/models/types.ts';
-import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome } from '../../src/worker/storage-contract.ts';
-import { createPgConversationStorage, createPgDaemonStorage } from '../../src/worker/pg-store.ts';
-import { PG_SCHEMA_VERSION } from '../../src/worker/pg-schema.ts';
+import { SEARCH_CANDIDATES } from '../../src/storage/search-rules.ts';
+import type { Message } from '../../src/models/types.ts';
+import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome } from '../../src/storage/contract.ts';
+import { createPgConversationStorage, createPgDaemonStorage } from '../../src/storage/postgres/store.ts';
+import { PG_SCHEMA_VERSION } from '../../src/storage/postgres/schema.ts';
 import { createTestDatabase, pgUnavailable } from '../helpers/postgres.ts';
 import { InProcessWriter } from '../helpers/sqlite-writer.ts';
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { piecesAt } from '../helpers/cuts.ts';
-import { TextAccumulator } from '../../src/worker/text-accumulator.ts';
+import { TextAccumulator } from '../../src/shard/turn/text-accumulator.ts';
 
 /** Splits `text` at the given cut points (indices into it, any order). */
 const split = (text: string, cuts: number[]): string[] => piecesAt(text.length, cuts, (from, to) => text.slice(from, to));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeBody, packr } from '../../src/shared/codec.ts';
-import { TextDeltaBody } from '../../src/worker/text-delta-body.ts';
+import { TextDeltaBody } from '../../src/shard/text-delta-body.ts';
 
 function written(name: string, content: string): Buffer {
   const body = new TextDeltaBody(name, content);

@@ -4,10 +4,10 @@
  * arrival order, and the conversation is loaded once.
  */
 import { describe, expect, it } from 'vitest';
-import { TurnScheduler } from '../../src/worker/turn-scheduler.ts';
-import { Models } from '../../src/worker/models/index.ts';
-import { NO_TOOLS } from '../../src/worker/tools.ts';
-import type { Harness } from '../../src/worker/harness.ts';
+import { TurnScheduler } from '../../src/shard/turn-scheduler.ts';
+import { Models } from '../../src/models/index.ts';
+import { NO_TOOLS } from '../../src/shard/tools/tools.ts';
+import type { Harness } from '../../src/shard/tools/harness.ts';
 import type { PairRequest } from '../../src/shared/threads.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/log.ts';

@@ -4,8 +4,8 @@
  * the next; a failed commit fails only its own batch.
  */
 import { describe, expect, it } from 'vitest';
-import { TurnWriter } from '../../src/worker/turn-writer.ts';
-import type { ConversationStorage, TurnRecord } from '../../src/worker/storage-contract.ts';
+import { TurnWriter } from '../../src/shard/turn-writer.ts';
+import type { ConversationStorage, TurnRecord } from '../../src/storage/contract.ts';
 
 /** Just the group-commit part of a store: each call's batch is recorded and settled by the test. */
 function recordingStore(commitsInFlight?: number) {

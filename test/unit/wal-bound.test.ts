@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { boundedCheckpoint, openDatabase, type Db } from '../../src/shared/db.ts';
-import { createWriteLockBuffer, STORAGE_POOL_TOKEN, WriteLock } from '../../src/shared/write-lock.ts';
+import { boundedCheckpoint, openDatabase, type Db } from '../../src/storage/sqlite/db.ts';
+import { createWriteLockBuffer, STORAGE_POOL_TOKEN, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
 
 const KIB = 1024;
 let dir = '';

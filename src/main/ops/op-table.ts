@@ -9,13 +9,13 @@ import { isPlainMap, nonEmptyStr, optBool, optEnum, optStr, optUint, refuse, str
 import type { ToolChoice } from '../../shared/protocol.ts';
 import type { ClusterStats } from '../../shared/wire/ops.ts';
 import type { AgentRegistry } from '../agent-registry.ts';
-import type { ShardPool } from '../shard-pool.ts';
-import type { StoragePool } from '../storage-pool.ts';
-import type { EventBus } from '../event-bus.ts';
+import type { ShardPool } from '../hosts/shard-pool.ts';
+import type { StoragePool } from '../hosts/storage-pool.ts';
+import type { EventBus } from '../bus/event-bus.ts';
 import type { AgentService } from '../agent-service.ts';
 import type { SkillCatalogue } from '../skills.ts';
-import type { ObserverHub, ObserverSink } from '../observers.ts';
-import type { McpHub } from '../mcp-hub.ts';
+import type { ObserverHub, ObserverSink } from '../bus/observers.ts';
+import type { McpHub } from '../hosts/mcp-hub.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {

@@ -3,7 +3,7 @@ import { AgentdError, Code } from '../../shared/errors.ts';
 import { MAX_TURN_ID_BYTES, OnBusy } from '../../shared/protocol.ts';
 import type { Args } from '../../shared/args.ts';
 import { turnRequest } from '../turn-request.ts';
-import { ContentBytes } from '../request-body.ts';
+import { ContentBytes } from '../net/request-body.ts';
 import { op, ROUTED, type ArgReader, type Handler, type OpTable } from './op-table.ts';
 
 /** The client's idempotency key for a turn: absent or empty means none; at most 64 bytes. */

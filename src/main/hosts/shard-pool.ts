@@ -1,0 +1,474 @@
+/**
+ * The shard pool: N worker threads, each owning the pairs that hash to it.
+ *
+ * This is raw worker_threads rather than piscina on purpose. A shard is not a
+ * task runner: it is a long-lived, stateful thread with a two-way ordered
+ * stream (turns and cancels down, batched frames up, many per request).
+ * piscina's task round trip would add its per-task cost to every turn, its
+ * abort kills a whole thread, and a frame channel beside it would still be
+ * needed; what piscina would give us (respawn, sticky routing) is the few
+ * lines below.
+ *
+ * Main → shard messages produced in one synchronous run (one socket read,
+ * usually) are batched into one postMessage per shard. Every request sent to
+ * a shard is tracked until its LAST frame comes back, so that if the shard
+ * dies each one still gets its final frame and nothing is left hanging.
+ *
+ * Every turn is also numbered and tracked until it ends (TurnLedger), so main
+ * can refuse turns beyond a conversation's queue limit and knows what a lost
+ * shard was running. A shard whose event loop freezes (ShardWatchdog) is
+ * terminated and replaced exactly as a crashed one is; the replacement first
+ * stores the turns it was running as ended `stalled`.
+ */
+import { Worker, type MessagePort } from 'node:worker_threads';
+import { workerScript } from './worker-script.ts';
+import { AgentdError, Code } from '../../shared/errors.ts';
+import { frameOf, FLAG_LAST, utf8Text } from '../../shared/codec.ts';
+import { forEachSection, readEventList } from '../../shared/byte-layouts.ts';
+import { shardOf } from '../../shared/hash.ts';
+import { StopReason, zeroUsage, type EndEvent } from '../../shared/protocol.ts';
+import {
+  Heartbeat,
+  type ActiveConversation,
+  type FromShard,
+  type FrameBatch,
+  type ShardInit,
+  type StalledTurn,
+  type StopRequest,
+  type ToShard,
+  type TurnFinished,
+  type TurnRequest,
+} from '../../shared/threads.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { WriterPortMessage } from '../../threads/writer/messages.ts';
+import { ownerToken, WriteLock } from '../../storage/sqlite/write-lock.ts';
+import { lostVerdict, TurnLedger, type OpenTurn } from '../turn-ledger.ts';
+import { ShardWatchdog } from './shard-watchdog.ts';
+import { OutputReturns, type Written } from './output-returns.ts';
+
+/** How a request is answered if its shard dies: `stream` needs `start`+`end`, the others one error. */
+export type RequestKind = 'stream' | 'rr';
+
+/** A request whose LAST frame has not come back from its shard yet. */
+interface Inflight {
+  conn: number;
+  req: number;
+  kind: RequestKind;
+  agent: string;
+  started: boolean;
+  /** The turn's seq when the request is a turn. */
+  turnSeq: number | null;
+}
+
+interface ShardThread {
+  index: number;
+  /** null only before the first spawn. */
+  worker: Worker | null;
+  outbound: ToShard[];
+  inflight: Map<string, Inflight>;
+  /** Active queries and purges waiting for their answer, by id. */
+  answers: Map<number, (conversations: ActiveConversation[]) => void>;
+  generation: number;
+  /** The watchdog's cells of the current worker (see Heartbeat). */
+  cells: Int32Array;
+}
+
+/** A message for the shard of its pair that expects an answer. */
+export type PairRequestMessage = Extract<ToShard, { conn: number; req: number; agent: string; sender: string }>;
+
+export interface ShardPoolOptions {
+  count: number;
+  /** The shards' write lock, released here on behalf of a shard that dies holding it. */
+  writeLock: SharedArrayBuffer;
+  log: Logger;
+  /** A shard whose event loop does not answer for this long is replaced. */
+  stallMs: number;
+  /** Turns a conversation may hold queued behind its running one. */
+  maxQueuedTurns: number;
+}
+
+/** What the pool adds to a shard's start-up message itself. */
+type PoolInit = 'heartbeat' | 'heartbeatMs' | 'stalled';
+
+/** Where what the shards send goes; given at start, once everything they feed exists. */
+export interface ShardOutputs {
+  /** The start-up message of shard `index`; called again for a replacement. */
+  init(index: number): Omit<ShardInit, PoolInit>;
+  /**
+   * Writes ready-encoded frames to connection `conn` (dropped if it is gone).
+   * `written`, when given, is called once the write no longer needs the bytes
+   * (they view a shard's buffer, which then goes back to it); never calling it is safe.
+   */
+  deliver(conn: number, frames: Uint8Array, written?: Written): void;
+  /** A batch of encoded `agent_event` bodies, with the agent of each, for the observers. */
+  agentEvents(agents: readonly string[], bodies: readonly Uint8Array[]): void;
+  /** A turn finished: the bus publishes `agent:<name>:done`. */
+  finished(record: TurnFinished): void;
+  /** A turn of fan-out chain `chain` (not 0) ended, or was lost with its shard. */
+  chainTurnEnded(chain: number): void;
+}
+
+const QUERY_TIMEOUT_MS = 5_000;
+/** Purging waits for cancelled turns to reach their next await point. */
+const PURGE_TIMEOUT_MS = 30_000;
+
+const key = (conn: number, req: number): string => `${conn}:${req}`;
+
+/**
+ * A shard's young generation (V8's default grows to 48 MiB per thread). A
+ * long streamed answer churns millions of short strings, and the default let
+ * each shard's young space grow to its maximum and stay there: measured on a
+ * 16 MiB echo stream, peak resident growth fell from 12.4x the request to
+ * about 9-10x with 12 MiB.
+ */
+const SHARD_YOUNG_GENERATION_MB = 12;
+
+/** How long a shard may take to close its store at shutdown before it is terminated anyway. */
+const STOP_TIMEOUT_MS = 5_000;
+
+export class ShardPool {
+  readonly count: number;
+  readonly #opts: ShardPoolOptions;
+  readonly #shards: ShardThread[] = [];
+  #flushQueued = false;
+  #closing = false;
+  /** The last observe and done_watch broadcast: what every shard must know from its start. */
+  readonly #standing = new Map<'observe' | 'done_watch', ToShard>();
+  #nextAnswerId = 1;
+  #inflightCount = 0;
+  #idleWaiters: (() => void)[] = [];
+  readonly #flush = (): void => this.#flushAll();
+  readonly #ledger = new TurnLedger();
+  readonly #returns = new OutputReturns();
+  readonly #watchdog: ShardWatchdog;
+  #outputs: ShardOutputs | null = null;
+  #stalls = 0;
+  #queuedTurnsDropped = 0;
+
+  constructor(opts: ShardPoolOptions) {
+    this.count = opts.count;
+    this.#opts = opts;
+    this.#watchdog = new ShardWatchdog(opts.stallMs, (index) => this.#onStall(this.#shards[index]!));
+    for (let index = 0; index < opts.count; index++) {
+      const cells = new Int32Array(0);
+      this.#shards.push({ index, worker: null, outbound: [], inflight: new Map(), answers: new Map(), generation: 0, cells });
+    }
+  }
+
+  /** Starts every shard and resolves when all have said `ready`. */
+  async start(outputs: ShardOutputs): Promise<void> {
+    this.#outputs = outputs;
+    await Promise.all(this.#shards.map((s) => this.#spawn(s, outputs, [])));
+    this.#flushAll();
+  }
+
+  /** The pool's counters for `get_stats`. */
+  stats(): { shard_stalls: number; queued_turns_dropped: number; output_buffers_returned: number } {
+    return { shard_stalls: this.#stalls, queued_turns_dropped: this.#queuedTurnsDropped, output_buffers_returned: this.#returns.returned };
+  }
+
+  /** Requests that went to a shard and have not had their LAST frame yet. */
+  get inflight(): number {
+    return this.#inflightCount;
+  }
+
+  #shardOf(agent: string, sender: string): ShardThread {
+    return this.#shards[shardOf(agent, sender, this.count)]!;
+  }
+
+  /** Sends a request to its pair's shard and tracks it until its LAST frame. */
+  requestFor(msg: PairRequestMessage, kind: RequestKind): void {
+    const s = this.#shardOf(msg.agent, msg.sender);
+    let turnSeq: number | null = null;
+    if (msg.type === 'turn') {
+      this.#ledger.open(s.index, msg);
+      turnSeq = msg.seq;
+    }
+    s.inflight.set(key(msg.conn, msg.req), { conn: msg.conn, req: msg.req, kind, agent: msg.agent, started: false, turnSeq });
+    this.#inflightCount++;
+    this.#enqueue(s, msg);
+  }
+
+  /** A client's turn: sent as `requestFor` does, or refused with 429 when its conversation's queue is full. */
+  requestTurn(msg: TurnRequest, kind: RequestKind): void {
+    if (!msg.ephemeral && this.#queueFull(msg)) {
+      throw new AgentdError(Code.TooMany, `agent "${msg.agent}" has ${this.#opts.maxQueuedTurns} turns queued for sender "${msg.sender}"`);
+    }
+    this.requestFor(msg, kind);
+  }
+
+  /** Sends a turn that answers no one (fired by the bus); false (and counted) when its conversation's queue is full. */
+  sendFor(msg: TurnRequest): boolean {
+    if (this.#queueFull(msg)) {
+      this.#queuedTurnsDropped++;
+      return false;
+    }
+    const s = this.#shardOf(msg.agent, msg.sender);
+    this.#ledger.open(s.index, msg);
+    this.#enqueue(s, msg);
+    return true;
+  }
+
+  /** The pair holds its running turn and `maxQueuedTurns` queued ones. */
+  #queueFull(msg: TurnRequest): boolean {
+    return this.#ledger.held(msg.agent, msg.sender) > this.#opts.maxQueuedTurns;
+  }
+
+  /** Sends a message that expects no reply to every shard. */
+  broadcast(msg: ToShard): void {
+    // A state a shard must start with is given again to every shard that starts after it.
+    if (msg.type === 'observe' || msg.type === 'done_watch') this.#standing.set(msg.type, msg);
+    for (const s of this.#shards) this.#enqueue(s, msg);
+  }
+
+  /** Gives every running shard a port to a replacement turn writer (a shard being replaced gets one at its start). */
+  giveWriterPorts(portFor: () => MessagePort): void {
+    for (const s of this.#shards) {
+      if (s.worker === null) continue;
+      const port = portFor();
+      s.worker.postMessage({ type: 'writer_port', port } satisfies WriterPortMessage, [port]);
+    }
+  }
+
+  /** Asks every shard for its active conversations. */
+  async activeConversations(agent: string | null, sender: string | null): Promise<ActiveConversation[]> {
+    return (await this.#askAll((id) => ({ type: 'active_query', id, agent, sender }), QUERY_TIMEOUT_MS)).flat();
+  }
+
+  /** Has every shard cancel and forget a deleted agent's conversations; resolves once all have. */
+  async purgeAgent(agent: string): Promise<void> {
+    await this.#askAll((id) => ({ type: 'purge_agent', id, agent }), PURGE_TIMEOUT_MS);
+  }
+
+  /**
+   * Cluster mode: every shard forgets the conversations of a partition this
+   * node lost; resolves once none of them has a turn running or queued
+   * (rejects after `timeoutMs`).
+   */
+  async dropPartition(partition: number, partitions: number, timeoutMs: number): Promise<void> {
+    await this.#askAll((id) => ({ type: 'drop_partition', id, partition, partitions }), timeoutMs);
+  }
+
+  /** Sends a message with a fresh id to every shard and gathers the answers; a dead shard answers empty. */
+  #askAll(build: (id: number) => ToShard, timeoutMs: number): Promise<ActiveConversation[][]> {
+    return Promise.all(this.#shards.map((s) => this.#ask(s, build, timeoutMs)));
+  }
+
+  #ask(s: ShardThread, build: (id: number) => ToShard, timeoutMs: number): Promise<ActiveConversation[]> {
+    return new Promise<ActiveConversation[]>((resolve, reject) => {
+      const id = this.#nextAnswerId++;
+      const timer = setTimeout(() => {
+        s.answers.delete(id);
+        reject(new Error(`shard ${s.index} did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+      s.answers.set(id, (conversations) => {
+        clearTimeout(timer);
+        resolve(conversations);
+      });
+      this.#enqueue(s, build(id));
+    });
+  }
+
+  /** Resolves once no request is in flight on any shard. */
+  idle(): Promise<void> {
+    if (this.#inflightCount === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#watchdog.stop();
+    this.#flushAll();
+    await Promise.all(this.#shards.map((s) => (s.worker === null ? undefined : stopShard(s.worker))));
+  }
+
+  #enqueue(s: ShardThread, ...msgs: ToShard[]): void {
+    s.outbound.push(...msgs);
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      // A microtask: everything decoded from one socket read goes in one post.
+      queueMicrotask(this.#flush);
+    }
+  }
+
+  #flushAll(): void {
+    this.#flushQueued = false;
+    for (const s of this.#shards) {
+      if (s.outbound.length === 0 || s.worker === null) continue;
+      const batch = s.outbound;
+      s.outbound = [];
+      s.worker.postMessage(batch);
+    }
+  }
+
+  #spawn(shard: ShardThread, outputs: ShardOutputs, stalled: StalledTurn[]): Promise<void> {
+    const generation = ++shard.generation;
+    const heartbeat = new SharedArrayBuffer(Heartbeat.CELLS * Int32Array.BYTES_PER_ELEMENT);
+    shard.cells = new Int32Array(heartbeat);
+    const init: ShardInit = { ...outputs.init(shard.index), heartbeat, heartbeatMs: this.#watchdog.intervalMs, stalled };
+    const worker = new Worker(workerScript('shard'), {
+      workerData: init,
+      transferList: init.writerPort === null ? [init.harnessPort, init.mcpPort] : [init.harnessPort, init.mcpPort, init.writerPort],
+      resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
+    });
+    shard.worker = worker;
+    // What waited for a replacement goes now; the shard takes it once its start-up work is done.
+    // The standing state first (a replacement knows nothing of it), then what waited for the replacement.
+    const waiting = [...this.#standing.values(), ...shard.outbound.splice(0)];
+    if (waiting.length > 0) this.#enqueue(shard, ...waiting);
+    return new Promise<void>((resolve, reject) => {
+      let ready = false;
+      worker.on('message', (msg: FromShard) => {
+        if (msg.type === 'frames') return this.#onBatch(shard, msg, outputs);
+        if (msg.type === 'stopped') return; // stopShard's own listener acts on it
+        ready = true;
+        if (!this.#closing && shard.generation === generation) this.#watchdog.watch(shard.index, shard.cells);
+        resolve();
+      });
+      worker.on('error', (err) => {
+        this.#opts.log.error({ err, shard: shard.index }, 'shard crashed');
+      });
+      worker.on('exit', (code) => {
+        if (!ready) reject(new Error(`shard ${shard.index} exited with code ${code} during start-up`));
+        if (this.#closing || shard.generation !== generation) return;
+        this.#onCrash(shard, `shard crashed (exit code ${code})`, outputs);
+      });
+    });
+  }
+
+  /** Writes each connection's section; the buffer goes back to the shard once every write is done (OutputReturns). */
+  #deliverSections(shard: ShardThread, batch: FrameBatch, outputs: ShardOutputs): void {
+    const { sections } = batch;
+    if (sections === null) return;
+    const worker = shard.worker; // null while a frozen shard is being replaced: its buffers stay here
+    const lease = worker === null || !batch.sectionsReturn ? null : this.#returns.lease(worker, sections, () => shard.worker === worker);
+    forEachSection(Buffer.from(sections, 0, batch.sectionsBytes), (conn, frames) => outputs.deliver(conn, frames, lease?.hold()));
+    lease?.done();
+  }
+
+  #onBatch(shard: ShardThread, batch: FrameBatch, outputs: ShardOutputs): void {
+    const { started, done } = batch;
+    for (let i = 0; i < started.length; i += 2) {
+      const f = shard.inflight.get(key(started[i]!, started[i + 1]!));
+      if (f !== undefined) f.started = true;
+    }
+    for (const seq of batch.turnsStarted) this.#ledger.started(seq);
+    this.#deliverSections(shard, batch, outputs);
+    if (batch.agentEvents !== null) {
+      outputs.agentEvents(batch.agentEventAgents, readEventList(Buffer.from(batch.agentEvents), batch.agentEventAgents.length));
+    }
+    // A finished turn's `done` fires its chain's next turns before the turn itself counts as ended.
+    for (const f of batch.finished) outputs.finished(f);
+    for (const seq of batch.turnsEnded) this.#turnGone(this.#ledger.ended(seq), outputs);
+    for (let i = 0; i < done.length; i += 2) {
+      if (shard.inflight.delete(key(done[i]!, done[i + 1]!))) this.#inflightCount--;
+    }
+    for (const a of batch.activeAnswers) this.#answer(shard, a.id, a.conversations);
+    for (const id of batch.purged) this.#answer(shard, id, []);
+    if (this.#inflightCount === 0 && this.#idleWaiters.length > 0) this.#wakeIdle();
+  }
+
+  #answer(shard: ShardThread, id: number, conversations: ActiveConversation[]): void {
+    shard.answers.get(id)?.(conversations);
+    shard.answers.delete(id);
+  }
+
+  #wakeIdle(): void {
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  #turnGone(t: OpenTurn | undefined, outputs: ShardOutputs): void {
+    if (t !== undefined && t.req.chain !== 0) outputs.chainTurnEnded(t.req.chain);
+  }
+
+  /** A crashed shard: answer what it owed, then start a fresh shard in its slot. */
+  #onCrash(shard: ShardThread, why: string, outputs: ShardOutputs): void {
+    this.#watchdog.unwatch(shard.index);
+    WriteLock.releaseFor(this.#opts.writeLock, ownerToken(shard.index));
+    this.#endAll(shard, why, 'crash', outputs);
+    this.#opts.log.warn({ shard: shard.index, why }, 'shard lost: its turns ended with an error; starting a replacement');
+    this.#respawn(shard, outputs, []);
+  }
+
+  /**
+   * A frozen shard: terminated (its exit is not taken for a crash), what it
+   * owed answered at once, and replaced once it is gone; the replacement
+   * stores the turns it was running as ended `stalled` before anything else.
+   */
+  #onStall(shard: ShardThread): void {
+    const outputs = this.#outputs;
+    const worker = shard.worker;
+    if (this.#closing || outputs === null || worker === null) return;
+    this.#stalls++;
+    shard.generation++;
+    // Messages wait in `outbound` for the replacement instead of going to the frozen thread.
+    shard.worker = null;
+    const why = `shard stalled (no answer within ${this.#opts.stallMs} ms)`;
+    this.#opts.log.error({ shard: shard.index, stall_ms: this.#opts.stallMs }, 'shard stalled: replacing it');
+    const stalled = this.#endAll(shard, why, 'stall', outputs);
+    void worker.terminate().finally(() => {
+      if (this.#closing) return;
+      // Only now: a frozen shard could still be holding the lock it is released from.
+      WriteLock.releaseFor(this.#opts.writeLock, ownerToken(shard.index));
+      this.#respawn(shard, outputs, stalled);
+    });
+  }
+
+  #respawn(shard: ShardThread, outputs: ShardOutputs, stalled: StalledTurn[]): void {
+    this.#spawn(shard, outputs, stalled).then(
+      () => this.#opts.log.info({ shard: shard.index, stalled_turns: stalled.length }, 'replacement shard ready'),
+      (err: unknown) => this.#opts.log.fatal({ err, shard: shard.index }, 'replacement shard failed to start'),
+    );
+  }
+
+  /** Ends every request and turn the lost shard owed; returns the turns to store as ended `stalled`. */
+  #endAll(shard: ShardThread, why: string, cause: 'crash' | 'stall', outputs: ShardOutputs): StalledTurn[] {
+    const lost = new Map(this.#ledger.takeShard(shard.index).map((t) => [t.seq, t]));
+    const runningSeq = shard.cells.length > 0 ? Atomics.load(shard.cells, Heartbeat.RUNNING) : 0;
+    const stalled: StalledTurn[] = [];
+    for (const t of lost.values()) {
+      if (lostVerdict(t, runningSeq, cause).recordStalled) {
+        const { agent, sender, contentBytes, guest, turnId } = t.req;
+        const content = contentBytes ? utf8Text(contentBytes) : t.req.content;
+        stalled.push({ agent, sender, content, guest, turnId, error: why });
+      }
+      this.#turnGone(t, outputs);
+    }
+    for (const f of shard.inflight.values()) {
+      const turn = f.turnSeq === null ? null : lostVerdict(lost.get(f.turnSeq), runningSeq, cause);
+      if (f.kind === 'stream') {
+        if (!f.started) outputs.deliver(f.conn, frameOf(f.req, 0, { stream: { start: { agent: f.agent } } }));
+        const end: EndEvent = { agent: f.agent, error: why, model: '', usage: zeroUsage(), stop_reason: turn?.stopReason ?? StopReason.Error };
+        if (turn !== null) end.stored = turn.stored;
+        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, { stream: { end } }));
+      } else {
+        const error = turn === null ? { code: Code.Internal, message: why } : { code: Code.Internal, message: why, stored: turn.stored };
+        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, { error }));
+      }
+    }
+    this.#inflightCount -= shard.inflight.size;
+    shard.inflight.clear();
+    // The shard's conversations died with it: it has none active now.
+    for (const answer of shard.answers.values()) answer([]);
+    shard.answers.clear();
+    if (this.#inflightCount === 0) this.#wakeIdle();
+    return stalled;
+  }
+}
+
+/** Asks a shard to close its store, and terminates it once it has, or has exited, or after STOP_TIMEOUT_MS. */
+async function stopShard(worker: Worker): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const stopped = new Promise<void>((resolve) => {
+    worker.on('message', (msg: FromShard) => msg.type === 'stopped' && resolve());
+    worker.once('exit', () => resolve());
+    timer = setTimeout(resolve, STOP_TIMEOUT_MS);
+  });
+  worker.postMessage({ type: 'stop' } satisfies StopRequest);
+  await stopped;
+  clearTimeout(timer);
+  await worker.terminate();
+}

@@ -1,0 +1,71 @@
+/**
+ * Shard entry point: one worker thread owning the conversations of the pairs
+ * that hash to it, with its own storage (store-backends.ts: a SQLite
+ * connection for reads, with turns committed by the turn writer thread, or a
+ * PostgreSQL client). It takes batches of messages from
+ * main, and sends back batches of ready-encoded frames.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { FromShard, OutputBuffers, ShardInit, StopRequest, ToShard } from '../shared/threads.ts';
+import { createLogger } from '../shared/log.ts';
+import { decodeTurnContent } from '../shared/codec.ts';
+import { Outbox } from './outbox.ts';
+import { openConversationStorage } from '../storage/backends.ts';
+import { TurnScheduler } from './turn-scheduler.ts';
+import { Models } from '../models/index.ts';
+import { Harness } from './tools/harness.ts';
+import { McpTools } from './tools/mcp-tools.ts';
+import { ownerToken, WriteLock } from '../storage/sqlite/write-lock.ts';
+import { startHeartbeat } from '../shared/liveness.ts';
+import { recordStalledTurns } from './stalled-turns.ts';
+import { WriterClient } from '../threads/writer/writer-client.ts';
+import type { WriterPortMessage } from '../threads/writer/messages.ts';
+import { SharedFences } from '../shared/partitions.ts';
+
+const init = workerData as ShardInit;
+const port = parentPort!;
+const log = createLogger(init.logLevel, { shard: init.index });
+const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
+const writer = init.writerPort === null ? null : new WriterClient(init.writerPort);
+const fences = init.fences === null ? null : new SharedFences(init.fences.partitions, init.fences.buffer);
+const store = init.store === null ? null : await openConversationStorage(init.store, new WriteLock(init.writeLock, ownerToken(init.index)), writer, log, fences);
+const scheduler = new TurnScheduler({
+  outbox,
+  agents: init.agents,
+  log,
+  store,
+  memoryConversations: init.memoryConversations,
+  memoryBytes: init.memoryBytes,
+  models: new Models(init.providers, log),
+  harness: new Harness(init.harnessPort, init.home, init.providers, new McpTools(init.mcpPort)),
+});
+
+startHeartbeat(init.heartbeat, init.heartbeatMs);
+// Before any message is taken (main's messages wait in the port until the
+// listener below is added): the pair's next turn must see how the stalled one ended.
+if (store !== null) await recordStalledTurns(store, init.stalled, log);
+
+/** Shutdown's last step: the store closes (a PostgreSQL pool ends its sessions), then main may terminate the thread. */
+async function stop(): Promise<void> {
+  await store?.close().catch((err: unknown) => log.warn({ err: String(err) }, 'closing the store at shutdown failed'));
+  port.postMessage({ type: 'stopped' } satisfies FromShard);
+}
+
+port.on('message', (batch: ToShard[] | WriterPortMessage | StopRequest | OutputBuffers) => {
+  if (!Array.isArray(batch)) {
+    if (batch.type === 'stop') return void stop();
+    if (batch.type === 'output_buffers') return outbox.reuse(batch.buffers);
+    // Main replaced the turn writer: batches waiting on the old one have failed already.
+    return writer?.attach(batch.port);
+  }
+  for (const msg of batch) {
+    if (msg.type === 'turn') decodeTurnContent(msg); // a big content arrives as bytes main left undecoded
+    if (init.crashToken !== null && msg.type === 'turn' && msg.content === init.crashToken) {
+      // Test-only fault injection (AGENTD_TEST_CRASH_TOKEN): die like a real bug would.
+      throw new Error(`shard ${init.index}: crash injected by AGENTD_TEST_CRASH_TOKEN`);
+    }
+    scheduler.handle(msg);
+  }
+});
+
+port.postMessage({ type: 'ready' } satisfies FromShard);

@@ -1,0 +1,276 @@
+/**
+ * A shard's message handler. Every message for a pair arrives here in the
+ * order main received it: turns and compactions join their pair's FIFO (the
+ * job runner), and `kill`, `delete` or a closed connection act on the same
+ * ordered stream, so a cancel can never overtake the turn it targets. A pair
+ * whose conversation is not in memory is loaded first; its requests that
+ * arrive meanwhile wait behind the load, in order (PairGate).
+ */
+import type { AgentConfig } from '../shared/config.ts';
+import { Code } from '../shared/errors.ts';
+import { PONG } from '../shared/codec.ts';
+import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads.ts';
+import type { Logger } from '../shared/log.ts';
+import { Conversation, pairKey } from './conversation.ts';
+import type { Models } from '../models/index.ts';
+import type { FrameOut } from './outbox.ts';
+import type { ConversationStorage, StoredConversation } from '../storage/contract.ts';
+import { TurnReply } from './turn/turn-reply.ts';
+import { Cancellation } from './turn/cancellation.ts';
+import type { Harness } from './tools/harness.ts';
+import type { Message } from '../models/types.ts';
+import { ConversationTable } from './conversation-table.ts';
+import { CancelReason, errorTo, JobRunner, replyTo } from './job-runner.ts';
+import { PairGate } from './pair-gate.ts';
+import { partitionOf } from '../shared/partitions.ts';
+
+export { CancelReason } from './job-runner.ts';
+
+export interface SchedulerOptions {
+  outbox: FrameOut;
+  agents: Record<string, AgentConfig>;
+  log: Logger;
+  /** null: persistence is off (benchmarks); nothing is written or evicted. */
+  store: ConversationStorage | null;
+  /** Idle conversations kept in memory; beyond it the least recently used are evicted. */
+  memoryConversations: number;
+  /** Approximate bytes of history kept in memory; beyond it idle conversations are evicted, least recently used first. */
+  memoryBytes?: number;
+  models: Models;
+  harness: Harness;
+}
+
+/** A message as `get_conversation_history` shows it: `agent` only on a guest's, `stop_reason` only on a stalled turn's record. */
+function historyMessage(m: Message): Record<string, string> {
+  const shown: Record<string, string> = { role: m.role, content: m.content };
+  if (m.agent !== undefined) shown.agent = m.agent;
+  if (m.stop_reason !== undefined) shown.stop_reason = m.stop_reason;
+  return shown;
+}
+
+type PairAddress = { conn: number; req: number; agent: string; sender: string };
+/** A request for one pair: it runs in the pair's order. */
+type PairMessage = TurnRequest | CompactRequest | PairRequest | KillRequest;
+/** What waits on a held pair: its requests, and the close of a connection one of them came on. */
+type Waiting = PairMessage | ConnClosed;
+
+const failure = (reason: unknown): string => (reason instanceof Error ? reason.message : String(reason));
+
+export class TurnScheduler {
+  readonly #outbox: FrameOut;
+  readonly #store: ConversationStorage | null;
+  readonly #table: ConversationTable;
+  readonly #runner: JobRunner;
+  readonly #gate = new PairGate<Waiting>();
+  #shuttingDown = false;
+
+  constructor(opts: SchedulerOptions) {
+    this.#outbox = opts.outbox;
+    this.#store = opts.store;
+    this.#table = new ConversationTable(opts.store !== null, opts.memoryConversations, opts.memoryBytes);
+    // No prototype: an agent named "__proto__" or "constructor" is a key like any other when changes are applied in place.
+    const agents = Object.assign(Object.create(null) as Record<string, AgentConfig>, opts.agents);
+    this.#runner = new JobRunner({ ...opts, agents, idle: () => this.#table.evict() });
+  }
+
+  handle(msg: ToShard): void {
+    switch (msg.type) {
+      case 'turn':
+        // Refused at once (no load for an unknown agent); an ephemeral turn has a fresh history and stores nothing, so it waits for no one.
+        if (msg.ephemeral || this.#shuttingDown || this.#runner.agents[msg.agent] === undefined) return this.#turn(msg, null);
+        return this.#forPair(msg, false);
+      case 'compact':
+        return this.#shuttingDown ? this.#compact(msg, null) : this.#forPair(msg, false);
+      case 'kill':
+      case 'history':
+      case 'delete':
+        return this.#forPair(msg, false);
+      case 'conn_closed':
+        return this.#connClosed(msg);
+      case 'active_query':
+        return this.#outbox.activeAnswer({ id: msg.id, conversations: this.#table.active(msg) });
+      case 'purge_agent':
+        return this.#purgeAgent(msg);
+      case 'agent':
+        return this.#agentChanged(msg);
+      case 'observe':
+        this.#outbox.observing = msg.watching;
+        return;
+      case 'done_watch':
+        this.#outbox.doneWatched = new Set(msg.agents);
+        return;
+      case 'drop_partition':
+        return void this.#dropPartition(msg);
+      case 'shutdown':
+        this.#shuttingDown = true;
+        return this.#runner.cancelAll(CancelReason.Shutdown);
+    }
+  }
+
+  /**
+   * Hands a pair's request its conversation: at once when it is in memory;
+   * else behind the pair's load (or deletion) under way; else once loaded.
+   * `known`: replayed right after this pair's storage work, so a conversation
+   * not in memory is not stored either (no second load).
+   */
+  #forPair(msg: PairMessage, known: boolean): void {
+    const conv = this.#table.find(msg.agent, msg.sender);
+    if (conv !== undefined) return this.#dispatch(msg, conv);
+    const key = pairKey(msg.agent, msg.sender);
+    const waiting = this.#gate.waiting(key);
+    if (waiting !== undefined) return void waiting.push(msg);
+    if (this.#store === null || known) return this.#dispatch(msg, null);
+    // Nothing runs for a pair that is not in memory: a kill only needs to know whether it exists.
+    if (msg.type === 'kill') return this.#killStored(msg, this.#store);
+    this.#gate.hold(key, msg.agent, this.#store.load(msg.agent, msg.sender), (loaded, queued) => this.#loaded(msg, loaded, queued));
+  }
+
+  #loaded(first: PairMessage, loaded: PromiseSettledResult<StoredConversation | null>, queued: Waiting[]): void {
+    if (loaded.status === 'rejected') {
+      const why = `loading the conversation failed: ${failure(loaded.reason)}`;
+      for (const msg of [first, ...queued]) if (msg.type !== 'conn_closed') this.#fail(msg, why);
+      return;
+    }
+    if (loaded.value !== null) this.#table.insertLoaded(first.agent, first.sender, loaded.value);
+    this.#forPair(first, true);
+    this.#replay(queued);
+  }
+
+  /** The requests that waited on a pair's storage work, in their order. */
+  #replay(queued: Waiting[]): void {
+    for (const msg of queued) {
+      if (msg.type === 'conn_closed') this.#runner.cancelConnection(msg.conn, CancelReason.Disconnect);
+      else this.#forPair(msg, true);
+    }
+  }
+
+  #dispatch(msg: PairMessage, conv: Conversation | null): void {
+    switch (msg.type) {
+      case 'turn':
+        return this.#turn(msg, conv);
+      case 'compact':
+        return this.#compact(msg, conv);
+      case 'kill':
+        return this.#kill(msg, conv);
+      case 'history':
+        return this.#history(msg, conv);
+      case 'delete':
+        return this.#delete(msg, conv);
+    }
+  }
+
+  #fail(msg: PairMessage, why: string): void {
+    if (msg.type === 'turn') new TurnReply(this.#outbox, msg).error(Code.Internal, why);
+    else errorTo(this.#outbox, msg, Code.Internal, why);
+  }
+
+  /** Cancels the connection's jobs; its requests waiting on a pair's storage work hear of it in their turn. */
+  #connClosed(msg: ConnClosed): void {
+    this.#runner.cancelConnection(msg.conn, CancelReason.Disconnect);
+    if (this.#gate.size === 0) return;
+    for (const waiting of this.#gate.queues()) {
+      if (waiting.some((w) => w.type !== 'conn_closed' && w.conn === msg.conn)) waiting.push(msg);
+    }
+  }
+
+  /** Applied in place: running turns keep the config object they started with. */
+  #agentChanged(msg: AgentChange): void {
+    if (msg.config === null) delete this.#runner.agents[msg.name];
+    else this.#runner.agents[msg.name] = msg.config;
+  }
+
+  /** `found` null: the pair has no conversation yet (or the turn is ephemeral). */
+  #turn(req: TurnRequest, found: Conversation | null): void {
+    const reply = new TurnReply(this.#outbox, req);
+    if (this.#shuttingDown) return reply.error(Code.ShuttingDown, 'the daemon is shutting down');
+    if (this.#runner.agents[req.agent] === undefined) return reply.error(Code.NotFound, `unknown agent "${req.agent}"`);
+    const conv = req.ephemeral ? new Conversation(req.agent, req.sender, null, true) : (found ?? this.#table.create(req.agent, req.sender));
+    if (conv.busy && req.onBusy === 'reject') {
+      return reply.error(Code.Conflict, `agent "${req.agent}" is busy with sender "${req.sender}"`);
+    }
+    if (conv.busy && req.onBusy === 'interrupt') this.#runner.cancelConversation(conv, CancelReason.Interrupt);
+    this.#runner.enqueue({ kind: 'turn', req, cancel: new Cancellation(), conv, reply });
+  }
+
+  #compact(req: CompactRequest, conv: Conversation | null): void {
+    if (this.#shuttingDown) return errorTo(this.#outbox, req, Code.ShuttingDown, 'the daemon is shutting down');
+    if (conv === null || (conv.stored === 0 && !conv.busy)) return this.#noConversation(req);
+    this.#runner.enqueue({ kind: 'compact', req, cancel: new Cancellation(), conv });
+  }
+
+  #noConversation(req: PairAddress): void {
+    errorTo(this.#outbox, req, Code.NotFound, `no conversation for agent "${req.agent}" and sender "${req.sender}"`);
+  }
+
+  #kill(req: KillRequest, conv: Conversation | null): void {
+    if (conv === null) return this.#noConversation(req);
+    this.#runner.cancelConversation(conv, CancelReason.Kill);
+    replyTo(this.#outbox, req, PONG);
+  }
+
+  #killStored(req: KillRequest, store: ConversationStorage): void {
+    store.exists(req.agent, req.sender).then(
+      (exists) => (exists ? replyTo(this.#outbox, req, PONG) : this.#noConversation(req)),
+      (err: unknown) => errorTo(this.#outbox, req, Code.Internal, `reading the conversation failed: ${failure(err)}`),
+    );
+  }
+
+  #history(req: PairRequest, conv: Conversation | null): void {
+    if (conv === null || (conv.stored === 0 && conv.dbId === null)) return this.#noConversation(req);
+    const { title } = conv;
+    if (conv.dbId === null || this.#store === null) return this.#sendHistory(req, title, conv.history);
+    this.#store.allMessages(conv.dbId).then(
+      (messages) => this.#sendHistory(req, title, messages),
+      (err: unknown) => errorTo(this.#outbox, req, Code.Internal, `reading the history failed: ${failure(err)}`),
+    );
+  }
+
+  #sendHistory(req: PairRequest, title: string, messages: readonly Message[]): void {
+    replyTo(this.#outbox, req, {
+      conversation_history: { agent: req.agent, sender: req.sender, title, messages: messages.map(historyMessage) },
+    });
+  }
+
+  /**
+   * Forgets the conversation and cancels its jobs; the rows go once the
+   * running turn has ended. Until they are gone the pair's next requests
+   * wait, so a new turn starts a new conversation after the old one is deleted.
+   */
+  #delete(req: PairRequest, conv: Conversation | null): void {
+    if (conv === null) return this.#noConversation(req);
+    this.#table.remove(conv);
+    this.#runner.cancelConversation(conv, CancelReason.Deleted);
+    const store = this.#store;
+    const gone = (conv.runningDone ?? Promise.resolve()).then(() => (conv.dbId !== null && store !== null ? store.delete(conv.dbId) : undefined));
+    this.#gate.hold(pairKey(req.agent, req.sender), req.agent, gone, (deleted, queued) => {
+      if (deleted.status === 'fulfilled') replyTo(this.#outbox, req, PONG);
+      else errorTo(this.#outbox, req, Code.Internal, `deleting failed: ${failure(deleted.reason)}`);
+      this.#replay(queued);
+    });
+  }
+
+  /** The node lost a partition: forget its conversations, and answer once none of them has a turn running or queued. */
+  async #dropPartition(msg: DropPartition): Promise<void> {
+    const busy = this.#table.forgetWhere((agent, sender) => partitionOf(agent, sender, msg.partitions) === msg.partition);
+    for (;;) {
+      const waits = busy.filter((c) => c.busy).map((c) => c.runningDone ?? new Promise<void>((r) => setTimeout(r, 10)));
+      if (waits.length === 0) break;
+      await Promise.all(waits);
+    }
+    this.#table.evict();
+    this.#outbox.purged(msg.id);
+  }
+
+  /** The agent was deleted: cancel its conversations' jobs, forget them, and answer once none runs. */
+  #purgeAgent(msg: PurgeAgent): void {
+    // Loads of the agent's pairs under way finish first, so the requests that waited on them are cancelled too.
+    const loads = this.#gate.releasedFor(msg.agent);
+    if (loads !== null) return void loads.then(() => this.#purgeAgent(msg));
+    const running: Promise<void>[] = [];
+    for (const conv of this.#table.removeAgent(msg.agent)) {
+      this.#runner.cancelConversation(conv, CancelReason.AgentDeleted);
+      if (conv.runningDone !== null) running.push(conv.runningDone);
+    }
+    void Promise.all(running).then(() => this.#outbox.purged(msg.id));
+  }
+}

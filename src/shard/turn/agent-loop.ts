@@ -1,0 +1,161 @@
+/**
+ * The agent loop of one turn: call the model, stream what it says, run the
+ * tools it asks for, repeat until it answers in text or `max_iterations`.
+ * Start and end of the turn belong to the caller; this emits what is between.
+ */
+import { StopReason, zeroUsage, type ToolCall, type ToolChoice, type Usage } from '../../shared/protocol.ts';
+import type { AgentConfig } from '../../shared/config.ts';
+import type { Message, Model } from '../../models/types.ts';
+import { runTools, type ToolResult, type ToolSet } from '../tools/tools.ts';
+import { GENERIC_REDACTOR } from '../../shared/redact.ts';
+import type { Cancellation } from './cancellation.ts';
+import { TextAccumulator } from './text-accumulator.ts';
+
+export type Emit = (event: string, body: Record<string, unknown>) => void;
+
+export interface LoopInput {
+  /** The agent answering (the guest, on a guest turn). */
+  agent: string;
+  sender: string;
+  /** Set on guest turns: assistant messages are attributed to it. */
+  attributeTo: string | null;
+  config: AgentConfig;
+  model: Model;
+  /** History plus the new user message: what the model sees first. */
+  messages: readonly Message[];
+  tools: ToolSet;
+  toolChoice: ToolChoice | null;
+  cancel: Cancellation;
+  emit: Emit;
+}
+
+export interface LoopResult {
+  stopReason: StopReason;
+  /** Empty on success. */
+  error: string;
+  usage: Usage;
+  /** The text of the last model step that produced any. */
+  finalText: string;
+  /** Messages this turn completed, in order, to append to the history. */
+  produced: Message[];
+}
+
+function addUsage(total: Usage, step: Usage): void {
+  total.prompt_tokens += step.prompt_tokens;
+  total.completion_tokens += step.completion_tokens;
+  total.total_tokens += step.total_tokens;
+  for (const k of ['cache_hit_tokens', 'cache_miss_tokens', 'reasoning_tokens'] as const) {
+    const v = step[k];
+    if (v !== undefined) total[k] = (total[k] ?? 0) + v;
+  }
+}
+
+/** Which segment (text or thinking) is open: emits its `_start` and `_end` events around the deltas. */
+class Segments {
+  #open: 'text' | 'thinking' | null = null;
+  constructor(private readonly agent: string, private readonly emit: Emit) {}
+
+  open(kind: 'text' | 'thinking'): void {
+    if (this.#open === kind) return;
+    this.close();
+    this.emit(`${kind}_start`, { agent: this.agent });
+    this.#open = kind;
+  }
+
+  close(): void {
+    if (this.#open === null) return;
+    this.emit(`${this.#open}_end`, { agent: this.agent });
+    this.#open = null;
+  }
+}
+
+/** One model call: streams its text and thinking, collects its tool calls, adds its usage to `usage`. */
+async function streamStep(input: LoopInput, produced: readonly Message[], segments: Segments, stepText: TextAccumulator, usage: Usage): Promise<ToolCall[]> {
+  const { cancel, emit } = input;
+  const calls: ToolCall[] = [];
+  let stepUsage: Usage | null = null;
+  const stream = input.model.stream({
+    messages: produced.length === 0 ? input.messages : [...input.messages, ...produced],
+    tools: [...input.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
+    toolChoice: input.toolChoice,
+    agent: input.config,
+    cancel,
+  });
+  for await (const ev of stream) {
+    cancel.throwIfAborted();
+    switch (ev.type) {
+      case 'text':
+        segments.open('text');
+        stepText.append(ev.delta, ev.whole);
+        emit('chunk', { content: ev.delta });
+        break;
+      case 'thinking':
+        segments.open('thinking');
+        emit('thinking', { content: ev.delta });
+        break;
+      case 'tool_call':
+        calls.push(ev.call);
+        break;
+      case 'usage':
+        stepUsage = ev.usage;
+        addUsage(usage, ev.usage);
+        break;
+    }
+  }
+  segments.close();
+  if (stepUsage !== null) emit('context_usage', { usage: stepUsage });
+  return calls;
+}
+
+export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
+  const { agent, cancel, emit } = input;
+  // The model already yields redacted text; tool output and errors are redacted here.
+  const redactor = input.model.redactor ?? GENERIC_REDACTOR;
+  const produced: Message[] = [];
+  const usage = zeroUsage();
+  const segments = new Segments(agent, emit);
+  let finalText = '';
+  // Text of the step in progress: kept on cancel, as streamed text is never taken back.
+  const stepText = new TextAccumulator();
+
+  const assistant = (content: string, toolCalls?: ToolCall[]): Message => {
+    const m: Message = { role: 'assistant', content };
+    if (input.attributeTo !== null) m.agent = input.attributeTo;
+    if (toolCalls !== undefined) m.tool_calls = toolCalls;
+    return m;
+  };
+  const result = (stopReason: StopReason, error = ''): LoopResult => ({ stopReason, error, usage, finalText, produced });
+
+  try {
+    for (let iteration = 0; iteration < input.config.max_iterations; iteration++) {
+      cancel.throwIfAborted();
+      stepText.clear();
+      const calls = await streamStep(input, produced, segments, stepText, usage);
+      if (!stepText.empty) finalText = stepText.text();
+
+      if (calls.length === 0) {
+        if (!stepText.empty) produced.push(assistant(stepText.text()));
+        stepText.clear();
+        return result(finalText === '' ? StopReason.NoAction : StopReason.Text);
+      }
+
+      emit('tool_start', { calls });
+      const onResult = (r: ToolResult): void =>
+        emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error });
+      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, onResult, redactor);
+      emit('tools_complete', {});
+      // A tool call enters the history only together with its result.
+      produced.push(assistant(stepText.text(), calls));
+      for (const r of results) {
+        produced.push({ role: 'tool', content: r.output, tool_call_id: r.call_id, name: r.name, is_error: r.is_error });
+      }
+      stepText.clear();
+    }
+    return result(StopReason.MaxIterations);
+  } catch (err) {
+    segments.close();
+    if (!stepText.empty) produced.push(assistant(stepText.text()));
+    if (cancel.aborted) return result(StopReason.Cancelled, cancel.reason);
+    return result(StopReason.Error, redactor.all(err instanceof Error ? err.message : String(err)));
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * How a turn answers: `stream` sends every event as a frame and ends with
+ * `end`; `send` stays silent and answers once with `response` (or an error:
+ * 499 when cancelled, 500 when the model failed); `event` (fired by the bus)
+ * answers no one. Whatever the mode, while anyone observes the agent event
+ * stream, each event is also encoded once as an `agent_event` for them.
+ */
+import { Code } from '../../shared/errors.ts';
+import { StopReason, zeroUsage, type EndEvent } from '../../shared/protocol.ts';
+import type { TurnRequest } from '../../shared/threads.ts';
+import type { FrameOut } from '../outbox.ts';
+import { ChunkCoalescer } from './chunk-coalescer.ts';
+
+/** Events whose `content` deltas may be merged when produced faster than they can be sent. */
+const MERGEABLE = new Set(['chunk', 'thinking']);
+
+/** Stream event → agent event kind (events without a kind are not observed). */
+const KIND: Record<string, string | undefined> = {
+  text_start: 'text_start',
+  chunk: 'text_delta',
+  text_end: 'text_end',
+  thinking_start: 'thinking_start',
+  thinking: 'thinking_delta',
+  thinking_end: 'thinking_end',
+  tool_start: 'tool_start',
+  tool_result: 'tool_result',
+  tools_complete: 'tools_complete',
+};
+
+export class TurnReply {
+  readonly #outbox: FrameOut;
+  readonly #req: TurnRequest;
+  readonly #streaming: boolean;
+  #agent: string;
+  readonly #frames: ChunkCoalescer;
+  readonly #observed: ChunkCoalescer;
+
+  constructor(outbox: FrameOut, req: TurnRequest) {
+    this.#outbox = outbox;
+    this.#req = req;
+    this.#streaming = req.mode === 'stream';
+    this.#agent = req.guest ?? req.agent;
+    const batchNo = (): number => outbox.batches ?? 0;
+    this.#frames = new ChunkCoalescer((name, content) => outbox.textDelta(req.conn, req.req, name, content), batchNo);
+    this.#observed = new ChunkCoalescer((name, content) => this.#observe(KIND[name]!, { content }), batchNo);
+  }
+
+  start(agent: string): void {
+    this.#agent = agent;
+    if (!this.#streaming) return;
+    this.#outbox.started(this.#req.conn, this.#req.req);
+    this.#outbox.frame(this.#req.conn, this.#req.req, false, { stream: { start: { agent } } });
+  }
+
+  /** Bound once per turn, handed to the agent loop as its emitter. */
+  readonly event = (name: string, body: Record<string, unknown>): void => {
+    const mergeable = MERGEABLE.has(name) && typeof body.content === 'string';
+    if (this.#streaming) {
+      if (mergeable) this.#frames.add(name, body.content as string);
+      else {
+        this.#frames.flush();
+        this.#frame(name, body);
+      }
+    }
+    if (this.#outbox.observing) {
+      const kind = KIND[name];
+      if (mergeable) this.#observed.add(name, body.content as string);
+      else if (kind !== undefined) {
+        this.#observed.flush();
+        this.#observe(kind, body);
+      }
+    }
+  };
+
+  #frame(name: string, body: Record<string, unknown>): void {
+    this.#outbox.frame(this.#req.conn, this.#req.req, false, { stream: { [name]: body } });
+  }
+
+  #observe(kind: string, body: Record<string, unknown>): void {
+    const req = this.#req;
+    const ev: Record<string, unknown> = {
+      agent: this.#agent,
+      sender: req.sender,
+      kind,
+      content: typeof body.content === 'string' ? body.content : '',
+      timestamp: new Date().toISOString(),
+      ephemeral: req.ephemeral,
+    };
+    if (kind === 'tool_start') ev.tool_calls = body.calls;
+    if (kind === 'tool_result') {
+      ev.tool_output = body.output;
+      ev.tool_is_error = body.is_error;
+    }
+    if (req.correlationId !== null) ev.correlation_id = req.correlationId;
+    this.#outbox.agentEvent(this.#agent, { agent_event: ev });
+  }
+
+  end(end: EndEvent, finalText: string): void {
+    const req = this.#req;
+    this.#frames.flush();
+    this.#observed.flush();
+    if (this.#outbox.observing) this.#observe('done', { content: finalText });
+    const finishedNormally = end.stop_reason !== StopReason.Cancelled && end.stop_reason !== StopReason.Error;
+    const heard = finishedNormally && req.guest === null && !req.ephemeral && this.#outbox.doneWatched.has(req.agent);
+    if (heard) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth, chain: req.chain });
+    this.#outbox.turnEnded(req.seq);
+    if (req.mode === 'stream') {
+      this.#outbox.frame(req.conn, req.req, true, { stream: { end } });
+    } else if (req.mode === 'send') {
+      if (end.stop_reason === StopReason.Cancelled) this.error(Code.Cancelled, end.error || 'cancelled');
+      else if (end.stop_reason === StopReason.Error) this.error(Code.Internal, end.error);
+      else this.#outbox.frame(req.conn, req.req, true, { response: { agent: end.agent, content: finalText, model: end.model, usage: end.usage } });
+    }
+  }
+
+  /** Ends a turn that produced nothing (it failed or was cancelled before any model output). */
+  endEmpty(agent: string, stopReason: StopReason, error: string, model = ''): void {
+    this.end({ agent, error, model, usage: zeroUsage(), stop_reason: stopReason }, '');
+  }
+
+  /** Refuses the request before it started (no `start` was sent). */
+  error(code: number, message: string): void {
+    this.#outbox.turnEnded(this.#req.seq);
+    if (this.#req.mode === 'event') return;
+    this.#outbox.frame(this.#req.conn, this.#req.req, true, { error: { code, message } });
+  }
+}

@@ -1,0 +1,193 @@
+/**
+ * Session search over stored conversations (PROTOCOL §4): FTS5 finds the
+ * newest SEARCH_CANDIDATES matches, search-bm25.ts ranks them by BM25, one
+ * hit per conversation, best first. User text weighs 1.5, assistant text and
+ * tool names 1; a match in the title or the compaction summary lifts its
+ * conversation. A query is words, never FTS5 syntax.
+ */
+import type { Statement } from 'better-sqlite3';
+import type { Db } from './db.ts';
+import type { SearchOptions } from '../../shared/threads.ts';
+import type { SearchWindowMessage, SessionHit } from '../../shared/wire/ops.ts';
+import { SearchIndex } from './search-index.ts';
+import { ftsQuery, queryWords, rankConversations, SEARCH_CANDIDATES, windowSides } from '../search-rules.ts';
+import { Bm25Stats, CONVERSATIONS_FTS, MESSAGES_FTS, type TextPieces } from './search-bm25.ts';
+import { MessageTexts, TEXT_READ_LIMITS, type TextReadLimits } from './search-texts.ts';
+
+export type { SearchOptions };
+export type { SessionHit, SearchWindowMessage as WindowMessage };
+export { ftsQuery, snippetOf } from '../search-rules.ts';
+
+/** A filter allowing at most this many messages (or conversations, for titles) is searched by walking them. */
+export const NARROW_FILTER_ROWS = 20_000;
+/** Messages indexed per transaction when a search finds the index behind. */
+const CATCH_UP_BATCH = 2_000;
+
+/** A message that matches: its text as indexed when it is small enough to read whole, else null (read in slices). */
+interface Candidate {
+  id: number;
+  conversation_id: number;
+  idx: number;
+  bytes: number;
+  user_text: string | null;
+  assistant_text: string | null;
+  tool_names: string;
+}
+
+interface TitleCandidate {
+  id: number;
+  title: string;
+  summary: string;
+}
+
+/** The statements of a search narrowed by agent, sender or both; `?` after the query are the filter's values. */
+interface FilteredStatements {
+  allowedSize: Statement<string[], { conversations: number; messages: number | null }>;
+  candidates: Statement<(string | number)[], Candidate>;
+  narrowCandidates: Statement<(string | number)[], Candidate>;
+  titleCandidates: Statement<(string | number)[], TitleCandidate>;
+  narrowTitleCandidates: Statement<(string | number)[], TitleCandidate>;
+}
+
+/**
+ * A candidate's columns. The index is contentless (migration 7): each match
+ * looks its message up by id, and its text is read here only when it is at
+ * most `wholeTextBytes` (search-texts.ts reads a bigger one in slices).
+ */
+function candidateFrom(wholeTextBytes: number): string {
+  const small = `s.bytes <= ${Math.floor(wholeTextBytes)}`;
+  return `s.id, s.conversation_id, s.idx, s.bytes, CASE WHEN ${small} THEN s.user_text END AS user_text,
+    CASE WHEN ${small} THEN s.assistant_text END AS assistant_text, s.tool_names
+    FROM messages_fts f JOIN messages_searchable s ON s.id = f.rowid`;
+}
+
+export class SessionSearch {
+  readonly #db: Db;
+  readonly #candidates;
+  readonly #titleCandidates;
+  /** Keyed by which filters are set, so each statement's WHERE can use the (agent, sender) index. */
+  readonly #filtered = new Map<string, FilteredStatements>();
+  readonly #conversation;
+  readonly #texts: MessageTexts;
+  /** The columns and tables every candidate statement reads. */
+  readonly #candidateFrom: string;
+  readonly #messageStats: Bm25Stats;
+  readonly #titleStats: Bm25Stats;
+  readonly #index: SearchIndex;
+  /**
+   * Runs a search in one read transaction: a big text read in slices is one
+   * message throughout, even if its conversation is deleted meanwhile and its
+   * id given to a new message.
+   */
+  readonly #inOneSnapshot: (o: SearchOptions, match: string) => SessionHit[];
+
+  /**
+   * `index` indexes what was committed since its last batch before each
+   * search (search-index.ts); `limits` say which texts are read in slices.
+   */
+  constructor(db: Db, index: SearchIndex = new SearchIndex(db), limits: TextReadLimits = TEXT_READ_LIMITS) {
+    this.#db = db;
+    this.#index = index;
+    this.#texts = new MessageTexts(db, limits);
+    this.#candidateFrom = candidateFrom(limits.wholeTextBytes);
+    this.#inOneSnapshot = db.transaction((o: SearchOptions, match: string) => this.#searchIndexed(o, match));
+    this.#messageStats = new Bm25Stats(db, MESSAGES_FTS);
+    this.#titleStats = new Bm25Stats(db, CONVERSATIONS_FTS);
+    // Only the newest SEARCH_CANDIDATES matches are ranked: FTS5 walks its doclists newest first and stops
+    // there. Ranking every match made a search's cost grow with the number of matches (PROTOCOL §4.3).
+    this.#candidates = db.prepare<[string, number], Candidate>(`SELECT ${this.#candidateFrom} WHERE messages_fts MATCH ? ORDER BY f.rowid DESC LIMIT ?`);
+    // Titles and summaries the same way: the newest SEARCH_CANDIDATES matching conversations (rowid = conversations.id).
+    this.#titleCandidates = db.prepare<[string, number], TitleCandidate>(
+      `SELECT rowid AS id, title, coalesce(summary, '') AS summary FROM conversations_fts WHERE conversations_fts MATCH ? ORDER BY rowid DESC LIMIT ?`,
+    );
+    this.#conversation = db.prepare<[number], { agent: string; sender: string; title: string; created_at: string; updated_at: string }>(
+      'SELECT agent, sender, title, created_at, updated_at FROM conversations WHERE id = ?',
+    );
+  }
+
+  #filteredStatements(agent: string | null, sender: string | null): FilteredStatements {
+    const key = `${agent !== null}${sender !== null}`;
+    let f = this.#filtered.get(key);
+    if (f !== undefined) return f;
+    const where = (prefix: string): string =>
+      [agent !== null ? `${prefix}agent = ?` : null, sender !== null ? `${prefix}sender = ?` : null].filter((c) => c !== null).join(' AND ');
+    const allowed = `IN (SELECT id FROM conversations WHERE ${where('')})`;
+    const db = this.#db;
+    f = {
+      // Counts no further than the bound: past it, the filter is wide either way.
+      allowedSize: db.prepare(`
+        SELECT count(*) AS conversations, sum(message_count) AS messages
+        FROM (SELECT message_count FROM conversations WHERE ${where('')} LIMIT ${NARROW_FILTER_ROWS + 1})`),
+      // A wide filter: FTS5 walks the matches newest first and each looks its conversation up, until enough pass.
+      candidates: db.prepare(`
+        SELECT ${this.#candidateFrom} JOIN conversations c ON c.id = s.conversation_id
+        WHERE messages_fts MATCH ? AND ${where('c.')} ORDER BY f.rowid DESC LIMIT ?`),
+      // A filter that allows few messages (a turn's own conversation, say) walks those messages instead, each one
+      // FTS5 lookup: walking the matches newest first until SEARCH_CANDIDATES pass the filter would read every match.
+      narrowCandidates: db.prepare(`
+        SELECT ${this.#candidateFrom}
+        WHERE messages_fts MATCH ? AND f.rowid IN (SELECT id FROM messages WHERE conversation_id ${allowed})
+        ORDER BY f.rowid DESC LIMIT ?`),
+      // A join: FTS5 drives and each match looks its conversation up.
+      titleCandidates: db.prepare(`
+        SELECT f.rowid AS id, f.title, coalesce(f.summary, '') AS summary FROM conversations_fts f JOIN conversations c ON c.id = f.rowid
+        WHERE conversations_fts MATCH ? AND ${where('c.')} ORDER BY f.rowid DESC LIMIT ?`),
+      narrowTitleCandidates: db.prepare(`
+        SELECT rowid AS id, title, coalesce(summary, '') AS summary FROM conversations_fts
+        WHERE conversations_fts MATCH ? AND rowid ${allowed} ORDER BY rowid DESC LIMIT ?`),
+    };
+    this.#filtered.set(key, f);
+    return f;
+  }
+
+  /**
+   * A candidate's BM25 score: a small text as read with the candidates (all
+   * of them at most SEARCH_CANDIDATES x wholeTextBytes), a big one read
+   * again by id, in slices (a message deleted since it matched scores 0).
+   */
+  #score(score: (columns: readonly TextPieces[]) => number, c: Candidate): number {
+    if (c.user_text !== null && c.assistant_text !== null) return score([c.user_text, c.assistant_text, c.tool_names]);
+    const columns = this.#texts.inSlices(c.id, c.bytes);
+    return columns === undefined ? 0 : score(columns);
+  }
+
+  search(o: SearchOptions): SessionHit[] {
+    const match = ftsQuery(o.query);
+    if (match === null) return [];
+    // Every turn that ended before this search is committed: index it first, so the search sees it.
+    this.#index.catchUpAll(CATCH_UP_BATCH);
+    return this.#inOneSnapshot(o, match);
+  }
+
+  /** The search itself, every read in one snapshot (see #inOneSnapshot). */
+  #searchIndexed(o: SearchOptions, match: string): SessionHit[] {
+    const words = queryWords(o.query)!;
+    const score = this.#messageStats.scorer(words);
+    const titleScore = this.#titleStats.scorer(words);
+    let rows: Candidate[];
+    let titles: TitleCandidate[];
+    if (o.agent === null && o.sender === null) {
+      rows = this.#candidates.all(match, SEARCH_CANDIDATES);
+      titles = this.#titleCandidates.all(match, SEARCH_CANDIDATES);
+    } else {
+      const f = this.#filteredStatements(o.agent, o.sender);
+      const values = [o.agent, o.sender].filter((v) => v !== null);
+      // Whichever of the filter's rows or the matches is smaller bounds the walk.
+      const size = f.allowedSize.get(...values)!;
+      rows = ((size.messages ?? 0) <= NARROW_FILTER_ROWS ? f.narrowCandidates : f.candidates).all(match, ...values, SEARCH_CANDIDATES);
+      titles = (size.conversations <= NARROW_FILTER_ROWS ? f.narrowTitleCandidates : f.titleCandidates).all(match, ...values, SEARCH_CANDIDATES);
+    }
+    const candidates = rows
+      .map((r) => ({ conversation_id: r.conversation_id, idx: r.idx, score: this.#score(score, r) }))
+      .sort((a, b) => b.score - a.score);
+    // Title and summary matches add to their conversation's score.
+    const lifts = titles.map((c) => ({ id: c.id, score: titleScore([c.title, c.summary]) }));
+    const { before, after } = windowSides(o.contextBefore, o.contextAfter);
+    return rankConversations(candidates, lifts, o.limit).flatMap(({ id, idx, score }) => {
+      const c = this.#conversation.get(id);
+      if (c === undefined) return []; // an index row whose conversation is gone finds nothing
+      const window = this.#texts.window(id, Math.max(0, idx - before), idx + after, words);
+      return [{ agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window }];
+    });
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Messages of the turn writer thread (src/threads/writer/writer-thread.ts): with
+ * SQLite, the one thread that commits every shard's finished turns, in one
+ * transaction per event-loop turn for whatever all shards sent meanwhile.
+ * Main starts it and hands each shard a MessagePort to it; a shard posts a
+ * batch of turns and gets, per turn, its conversation's row id or its error
+ * (storage/sqlite/group-commit.ts).
+ */
+import type { MessagePort } from 'node:worker_threads';
+
+/** What the writer thread starts with (workerData). */
+export interface WriterInit {
+  /** The SQLite database file. */
+  path: string;
+  /** The shared write lock, taken around each commit. */
+  writeLock: SharedArrayBuffer;
+  logLevel: string;
+  /** The watchdog's cells (see Heartbeat in threads.ts): the writer bumps BEAT every heartbeatMs. */
+  heartbeat: SharedArrayBuffer;
+  heartbeatMs: number;
+  /** Test-only fault injection (AGENTD_TEST_WRITER_CRASH_TOKEN / _STALL_TOKEN): a turn holding this content crashes / freezes the writer. */
+  crashToken: string | null;
+  stallToken: string | null;
+}
+
+/** Main → writer. */
+export type ToWriter = { type: 'port'; port: MessagePort } | { type: 'shutdown' };
+
+/** Writer → main. */
+export type FromWriter = { type: 'ready' } | { type: 'closed' };
+
+/** Main → shard (outside the ToShard batches): the port to a replacement writer. */
+export interface WriterPortMessage {
+  type: 'writer_port';
+  port: MessagePort;
+}

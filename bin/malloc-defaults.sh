@@ -2,7 +2,7 @@
 # daemon: glibc malloc settings made for it. glibc reads them only when a
 # process starts, so the daemon cannot set them for itself.
 #
-# Why (README, "Memory for a big request"): by default, once a thread frees a
+# Why (docs/operations.md, "The malloc settings"): by default, once a thread frees a
 # big block glibc raises its threshold for handing memory back to the system,
 # and every thread allocates from its own arena, so the 16 MiB copies of one
 # big request stayed in the process after the turn and the next big block was

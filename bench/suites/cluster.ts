@@ -1,5 +1,5 @@
 /**
- * Cluster mode (README, "Running a cluster"): stored echo turns per second
+ * Cluster mode (docs/cluster.md): stored echo turns per second
  * and one turn's latency through a one-node cluster and through a three-node
  * one, with the client on the pairs' owner and on another node (the extra
  * hop over NATS), and with clients on all three nodes addressing pairs of

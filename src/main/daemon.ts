@@ -41,7 +41,7 @@ import { McpHub } from './hosts/mcp-hub.ts';
 import { ClusterNode } from '../cluster/router.ts';
 import { ClusterSync } from '../cluster/sync.ts';
 
-/** Test-only: a turn whose content equals this crashes its shard (README, Configuration). */
+/** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
 /** Test-only: a turn whose content equals these crashes / freezes the turn writer thread (SQLite). */
 const WRITER_CRASH_TOKEN_ENV = 'AGENTD_TEST_WRITER_CRASH_TOKEN';

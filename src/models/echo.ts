@@ -26,6 +26,13 @@ const WORD = /\S+/g;
  */
 const YIELD_EVERY_MS = 10;
 
+/**
+ * Fault injection for the watchdog's tests only: burn each chunk's cpu_us in
+ * one go, freezing the shard as a bug would. Set by whoever starts the
+ * daemon, never by a client.
+ */
+const SYNC_BURN = process.env.AGENTD_TEST_SYNC_BURN === '1';
+
 /** Words as the echo model counts tokens: runs of non-whitespace. */
 export function countWords(text: string): number {
   let n = 0;
@@ -76,6 +83,29 @@ export function burnCpu(us: number): void {
   }
 }
 
+/**
+ * Burns `us` microseconds in slices of at most YIELD_EVERY_MS, yielding to
+ * the event loop between them: a chunk's burn (up to ECHO_MAX.cpu_us) then
+ * never keeps the shard from its watchdog or from the other turns it runs.
+ * Returns when the last slice began, for the caller's own yield clock.
+ */
+async function burnYielding(us: number, cancel: ModelRequest['cancel'], slice: number): Promise<number> {
+  if (SYNC_BURN) {
+    burnCpu(us);
+    return slice;
+  }
+  const step = YIELD_EVERY_MS * 1000;
+  for (let left = us; left > 0; left -= step) {
+    if (performance.now() - slice > YIELD_EVERY_MS) {
+      await nextTurn();
+      cancel.throwIfAborted();
+      slice = performance.now();
+    }
+    burnCpu(Math.min(left, step));
+  }
+  return slice;
+}
+
 function lastTurnInput(messages: readonly Message[]): { toolOutputs: string[] | null; user: string } {
   const outputs: string[] = [];
   let i = messages.length - 1;
@@ -113,12 +143,13 @@ export class EchoModel implements Model {
     let slice = performance.now();
     for (const chunk of eachWordChunk(text)) {
       if (delayMs > 0) await sleep(delayMs, undefined, { signal: cancel.signal });
-      else if ((produced & 1023) === 1023 && performance.now() - slice > YIELD_EVERY_MS) {
+      // Reading the clock per chunk costs a long cheap answer; a burning one checks every chunk.
+      else if (((cpuUs > 0 && !SYNC_BURN) || (produced & 1023) === 1023) && performance.now() - slice > YIELD_EVERY_MS) {
         await nextTurn();
         slice = performance.now();
       }
       cancel.throwIfAborted();
-      burnCpu(cpuUs);
+      if (cpuUs > 0) slice = await burnYielding(cpuUs, cancel, slice);
       produced++;
       // The answer is `text` itself: announcing it spares the loop a copy of every chunk.
       yield produced === 1 ? { type: 'text', delta: chunk, whole: text } : { type: 'text', delta: chunk };

@@ -12,8 +12,13 @@ import { onTestFinished } from 'vitest';
 
 /** A shard frozen this long is replaced. */
 const STALL_MS = 3_000;
-/** Near the per-chunk maximum: ten chunks keep the shard's event loop busy for 9 s, well past STALL_MS. */
+/**
+ * Near the per-chunk maximum, burned in one go (AGENTD_TEST_SYNC_BURN, the
+ * fault a bug would be): ten chunks keep the shard busy for 9 s, well past
+ * STALL_MS. Burned as a client gets it, in slices, it stalls nothing (below).
+ */
 const BURN = { model: 'echo', echo: { cpu_us: 900_000 } };
+const FREEZING = { AGENTD_TEST_SYNC_BURN: '1' };
 const TEN_WORDS = 'one two three four five six seven eight nine ten';
 
 function senderOn(shard: number, agent: string, prefix: string, shards = 2): string {
@@ -28,7 +33,7 @@ async function history(c: AgentdClient, agent: string, sender: string): Promise<
 describe('the shard watchdog', () => {
   it('replaces a stalled shard, stores its turn as stalled, and the pair goes on (also after a restart)', async () => {
     const config = { shard_stall_ms: STALL_MS, agents: { burn: BURN, assistant: { model: 'echo' } } };
-    const d = await startDaemon({ workers: 2, config });
+    const d = await startDaemon({ workers: 2, config, env: FREEZING });
     let restarted: Awaited<ReturnType<typeof startDaemon>> | null = null;
     onTestFinished(async () => {
       await d.stop('SIGKILL');
@@ -68,11 +73,40 @@ describe('the shard watchdog', () => {
 
     // A restart does not run the stalled turn again: the history is as it was.
     await d.stop();
-    restarted = await startDaemon({ workers: 2, home: d.home });
+    restarted = await startDaemon({ workers: 2, home: d.home, env: FREEZING });
     const c2 = await restarted.client();
     onTestFinished(() => c2.close());
     expect(await history(c2, 'burn', s)).toEqual([...stalledRecord, { role: 'user', content: 'fine' }, { role: 'assistant', content: 'fine' }]);
     expect((await c2.stats()).shard_stalls).toBe(0);
+  });
+});
+
+describe('a burning model', () => {
+  it('stalls no shard: its neighbours finish normally while it burns past shard_stall_ms', async () => {
+    const config = { shard_stall_ms: STALL_MS, agents: { burn: BURN, assistant: { model: 'echo' } } };
+    const d = await startDaemon({ workers: 2, config });
+    onTestFinished(() => cleanup(d));
+    const c = await d.client();
+    onTestFinished(() => c.close());
+    const burning = c.stream('burn', 'one two three four five', { sender: senderOn(0, 'burn', 'b') });
+    // Barrier: the burn has begun before the neighbours send.
+    const it = burning[Symbol.asyncIterator]();
+    expect((await it.next()).value).toMatchObject({ type: 'start' });
+    const neighbours = await Promise.all(
+      [0, 1, 2, 3].map(async (i) => {
+        const n = await d.client();
+        onTestFinished(() => n.close());
+        return collect(n.stream('assistant', `neighbour ${i} says hi`, { sender: senderOn(0, 'assistant', `n${i}-`) }));
+      }),
+    );
+    for (const [i, evs] of neighbours.entries()) {
+      expect(end(evs)).toMatchObject({ stop_reason: 'text' });
+      expect(text(evs)).toBe(`neighbour ${i} says hi`);
+    }
+    const rest: unknown[] = [];
+    for (let r = await it.next(); !r.done; r = await it.next()) rest.push(r.value);
+    expect(rest.at(-1)).toMatchObject({ type: 'end', stop_reason: 'text' });
+    expect((await c.stats()).shard_stalls).toBe(0);
   });
 });
 

@@ -200,9 +200,9 @@ export class Daemon implements ConnectionHost {
 async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const log = createLogger(config.logLevel, { thread: 'main' });
   preparePrivateHome(config.home, log);
-  const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log) };
   const limitLog = new LimitLog(log);
   const limiter = new ConnectionLimiter(config.maxConnections, limitLog);
+  const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log), onAuthenticated: (s) => limiter.authenticated(s) };
   const store = config.persist ? config.store : null;
   const writeLock = createWriteLockBuffer();
   // NATS first: a cluster node that cannot reach it fails before anything else starts.

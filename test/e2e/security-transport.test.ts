@@ -223,13 +223,26 @@ describe('another local user gets nothing', () => {
 });
 
 describe('connection limit per listener', () => {
+  const tokenOf = (d: Daemon): string => readFileSync(join(d.home, 'token'), 'utf8').trim();
+  /** One after another: at most half the slots may be unauthenticated at once. */
+  async function authenticated(d: Daemon, n: number): Promise<RawConn[]> {
+    const conns: RawConn[] = [];
+    for (let i = 0; i < n; i++) {
+      const r = await rawTcp(d);
+      r.send(1, { auth: { token: tokenOf(d) } });
+      expect(await r.request(1)).toEqual([{ id: 1, last: true, body: { pong: {} } }]);
+      conns.push(r);
+    }
+    return conns;
+  }
+
   it('past max_connections TCP gets one 429 frame and a close, while the Unix socket keeps answering', async () => {
     const cap = 50;
     const d = await testDaemon({ config: { max_connections: cap, auth_timeout_ms: 600_000 } });
-    const conns = await Promise.all(Array.from({ length: 300 }, () => rawTcp(d)));
-    const refused = (): RawConn[] => conns.filter((r) => r.closed);
-    await waitFor(() => refused().length === 300 - cap, `${300 - cap} refused connections`);
-    for (const r of refused()) expect(r.frames).toMatchObject([{ id: 0, last: true, body: { error: { code: 429 } } }]);
+    const held = await authenticated(d, cap);
+    const extra = await Promise.all(Array.from({ length: 10 }, () => rawTcp(d)));
+    await waitFor(() => extra.every((r) => r.closed), '10 refused connections');
+    for (const r of extra) expect(r.frames).toMatchObject([{ id: 0, last: true, body: { error: { code: 429, message: expect.stringMatching(/max_connections 50/) } } }]);
 
     const local = await d.client();
     onTestFinished(() => local.close());
@@ -237,11 +250,34 @@ describe('connection limit per listener', () => {
     const { stats } = (await local.request('get_stats')) as { stats: Record<string, any> };
     expect(stats.connections_by_listener.tcp).toBe(cap);
     expect(stats.connections_by_listener.unix).toBeGreaterThanOrEqual(1);
-    expect(stats.refused_connections).toEqual({ unix: 0, tcp: 300 - cap });
+    expect(stats.refused_connections).toEqual({ unix: 0, tcp: 10 });
     expect(stats.limits).toMatchObject({ max_connections: cap });
-    // The held connections are not affected: one of them can still authenticate.
-    const held = conns.find((r) => !r.closed)!;
-    held.send(1, { auth: { token: readFileSync(join(d.home, 'token'), 'utf8').trim() } });
-    expect(await held.request(1)).toEqual([{ id: 1, last: true, body: { pong: {} } }]);
+    // The held connections are not affected.
+    held[0]!.send(2, { ping: {} });
+    expect(await held[0]!.request(2)).toEqual([{ id: 2, last: true, body: { pong: {} } }]);
+  });
+
+  it('connections that never authenticate hold at most half the TCP slots; a client with the token always gets in', async () => {
+    const cap = 50;
+    const d = await testDaemon({ config: { max_connections: cap, auth_timeout_ms: 600_000 } });
+    const flood = await Promise.all(Array.from({ length: 300 }, () => rawTcp(d)));
+    await waitFor(() => flood.filter((r) => r.closed).length === 300 - cap / 2, `${300 - cap / 2} evicted connections`);
+    // The oldest were closed to make room, each with one 429 that says why.
+    for (const r of flood.filter((c) => c.closed)) {
+      expect(r.frames).toMatchObject([{ id: 0, last: true, body: { error: { code: 429, message: expect.stringMatching(/unauthenticated/) } } }]);
+    }
+    // A client with the token gets in during the flood, and keeps its slot through another one.
+    const client = await d.tcpClient({ token: tokenOf(d) });
+    onTestFinished(() => client.close());
+    await client.ping();
+    const more = await Promise.all(Array.from({ length: 100 }, () => rawTcp(d)));
+    // Each of the second flood closed the oldest unauthenticated one: all of the first, then its own oldest.
+    await waitFor(() => flood.every((r) => r.closed) && more.filter((r) => r.closed).length === 100 - cap / 2, 'the second flood evicted the first');
+    await client.ping();
+    const { stats } = (await client.request('get_stats')) as { stats: Record<string, any> };
+    expect(stats.unauthenticated_connections).toBe(cap / 2);
+    expect(stats.unauthenticated_evicted).toBe(300 - cap / 2 + 100);
+    expect(stats.connections_by_listener.tcp).toBe(cap / 2 + 1);
+    expect(stats.refused_connections).toEqual({ unix: 0, tcp: 0 });
   });
 });

@@ -27,6 +27,8 @@ export interface ConnectionLimits {
   token: string | null;
   /** An unauthenticated connection is closed after this long. */
   authTimeoutMs: number;
+  /** Told when a connection has authenticated, or needed no token: it keeps its slot (connection-limit.ts). */
+  onAuthenticated?: (socket: Socket) => void;
 }
 
 type State = 'open' | 'closing' | 'closed';
@@ -80,6 +82,7 @@ export class Connection implements FrameSink {
     this.#authed = transport !== 'tcp' || limits.token === null;
     this.#decoder = new FrameDecoder(this, this.#authed ? limits.maxBodyBytes : PRE_AUTH_MAX_BODY_BYTES);
     if (!this.#authed) this.#authTimer = setTimeout(this.#onAuthTimeout, limits.authTimeoutMs).unref();
+    else limits.onAuthenticated?.(socket);
     socket.on('data', this.#onData);
     socket.on('drain', this.#onDrain);
     // 'error' only records: 'close' always follows and does the cleanup.
@@ -153,6 +156,7 @@ export class Connection implements FrameSink {
     if (!isPlainMap(auth) || typeof auth.token !== 'string') return this.#refuseAuth(id, AUTH_REQUIRED);
     if (!sameSecret(auth.token, this.#limits.token!)) return this.#refuseAuth(id, 'wrong token');
     this.#authed = true;
+    this.#limits.onAuthenticated?.(this.#socket);
     this.#clearAuthTimer();
     this.#decoder.setMaxBody(this.#limits.maxBodyBytes);
     this.reply(id, PONG);

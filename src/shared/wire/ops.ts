@@ -262,6 +262,9 @@ export interface Stats {
   connections_by_listener: { unix: number; tcp: number };
   /** Connections refused with 429 since start, per listener. */
   refused_connections: { unix: number; tcp: number };
+  /** TCP connections not authenticated yet, and those closed to make room for newer ones (PROTOCOL §6). */
+  unauthenticated_connections: number;
+  unauthenticated_evicted: number;
   /** Open `subscribe_events` streams, all connections together. */
   observers: number;
   /** Fired turns dropped because their chain reached `max_chain_turns`, since start. */

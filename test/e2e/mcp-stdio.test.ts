@@ -86,6 +86,20 @@ describe('stdio MCP servers', { timeout: 90_000 }, () => {
     expect((await callTool(c, 'a', 'fx__add', { a: 2, b: 3 })).result.output).toBe('5');
   });
 
+  it('a server that pages tools/list for ever fails with a clear error after 100 pages', async () => {
+    const dir = fixtureDir();
+    const fx = stdioEntry(dir, { eager: true, auto_restart: false, env: { MCP_FIXTURE_TOOLS: 'endless' } });
+    const d = await testDaemon({ config: { agents: { a: { mcps: { fx } } } } });
+    const c = await testClient(d);
+    const info = await waitStatus(c, 'a', 'fx', 'failed');
+    expect(info.error).toMatch(/tools\/list still had more pages after 100/);
+    expect(info.tool_count).toBe(0);
+    const pages = notes(dir, 'pages').map(Number);
+    expect(pages).toContain(99);
+    expect(pages.every((p) => p < 100)).toBe(true); // never a 101st page
+    expect((await c.send('a', 'still answers')).content).toBe('still answers');
+  });
+
   it('eager servers start with the daemon; management operations and their events', async () => {
     const dir = fixtureDir();
     const d = await testDaemon({ config: { agents: { a: { mcps: { fx: stdioEntry(dir, { eager: true }) } }, b: {} } } });

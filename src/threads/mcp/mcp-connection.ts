@@ -243,11 +243,23 @@ export class McpConnection {
   }
 }
 
+/** The most tools agentd takes from one server, and pages of `tools/list` it reads (PROTOCOL, MCP servers). */
+export const MAX_TOOLS_PER_SERVER = 1_000;
+export const MAX_TOOL_PAGES = 100;
+
+/**
+ * Every page of the server's tools. A server that pages for ever, or offers
+ * more tools than a model could use, fails its connection with a clear error
+ * instead of growing the MCP thread's memory until it is removed.
+ */
 async function listAllTools(client: Client): Promise<SdkTool[]> {
   const tools: SdkTool[] = [];
   let cursor: string | undefined;
+  let pages = 0;
   do {
+    if (++pages > MAX_TOOL_PAGES) throw new Error(`tools/list still had more pages after ${MAX_TOOL_PAGES}; agentd reads at most ${MAX_TOOL_PAGES}`);
     const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: CONNECT_TIMEOUT_MS });
+    if (tools.length + page.tools.length > MAX_TOOLS_PER_SERVER) throw new Error(`the server offers more than ${MAX_TOOLS_PER_SERVER} tools, the most agentd takes from one server`);
     tools.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor !== undefined);

@@ -168,6 +168,23 @@ describe('stdio MCP servers', { timeout: 90_000 }, () => {
     return { d, pid: Number(notes(dir, 'pids')[0]) };
   }
 
+  it('a process the server started in a session of its own dies with the daemon too', async () => {
+    const dir = fixtureDir();
+    const fx = stdioEntry(dir, { eager: true, env: { MCP_FIXTURE_ESCAPE: '1' } });
+    const d = await startDaemon({ config: { agents: { a: { mcps: { fx } } } } });
+    try {
+      const c = await d.client();
+      await waitStatus(c, 'a', 'fx', 'connected');
+      await c.close();
+      const escaped = Number(notes(dir, 'escaped')[0]);
+      expect(isAlive(escaped)).toBe(true);
+      await d.stop('SIGKILL');
+      await waitGone(escaped, 'the escaped process to die with the daemon');
+    } finally {
+      await cleanup(d);
+    }
+  });
+
   it('no server outlives the daemon, even after kill -9', async () => {
     const { d, pid } = await daemonWithEagerServer();
     try {

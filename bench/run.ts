@@ -15,6 +15,7 @@
  */
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeResultsMarkdown } from './lib/results-markdown.ts';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BenchContext, System } from './lib/context.ts';
@@ -85,4 +86,4 @@ const out = resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
 const machine = { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform, workers, quick, redis: redis !== null, date: new Date().toISOString() };
 writeFileSync(join(out, 'latest.json'), `${JSON.stringify({ machine, results: report.rows.map(({ spread: _s, ...r }) => r) }, null, 2)}\n`);
-Report.progress(`wrote ${join(out, 'latest.json')}`);
+Report.progress(`wrote ${join(out, 'latest.json')} and ${writeResultsMarkdown(out)}`);

@@ -44,10 +44,41 @@ export function countWords(text: string): number {
 /** Word counts of history messages, computed once each: a turn re-sends the whole history. */
 const wordCache = new WeakMap<Message, number>();
 
-function wordsOf(m: Message): number {
-  let n = wordCache.get(m);
-  if (n === undefined) wordCache.set(m, (n = countWords(m.content)));
-  return n;
+/** Matches counted between two looks at the clock while counting a long text. */
+const COUNT_CHECK_EVERY = 65_536;
+
+/**
+ * The words of every message, yielding to the event loop every
+ * YIELD_EVERY_MS: a conversation of many megabytes, counted the first time
+ * it is sent, must not hold its shard for seconds.
+ */
+async function promptWords(messages: readonly Message[]): Promise<number> {
+  let total = 0;
+  let slice = performance.now();
+  for (const m of messages) {
+    let n = wordCache.get(m);
+    if (n === undefined) {
+      n = 0;
+      const word = /\S+/g;
+      while (word.exec(m.content) !== null) {
+        if (++n % COUNT_CHECK_EVERY === 0 && performance.now() - slice > YIELD_EVERY_MS) {
+          await nextTurn();
+          slice = performance.now();
+        }
+      }
+      wordCache.set(m, n);
+    }
+    total += n;
+  }
+  return total;
+}
+
+/** The first `n` words of a text, without splitting all of it. */
+function firstWords(text: string, n: number): string {
+  const word = /\S+/g;
+  const words: string[] = [];
+  for (let m = word.exec(text); m !== null && words.length < n; m = word.exec(text)) words.push(m[0]);
+  return words.join(' ');
 }
 
 /** Splits text into word chunks that concatenate back to it exactly. */
@@ -120,8 +151,8 @@ export class EchoModel implements Model {
 
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
     const { messages, cancel, agent } = request;
-    let prompt = 0;
-    for (const m of messages) prompt += wordsOf(m);
+    const prompt = await promptWords(messages);
+    cancel.throwIfAborted();
     if (request.purpose === 'compact') {
       yield* this.#summary(messages.slice(0, -1), prompt);
       return;
@@ -158,7 +189,7 @@ export class EchoModel implements Model {
   }
 
   *#summary(history: readonly Message[], prompt: number): Iterable<ModelEvent> {
-    const said = history.filter((m) => m.role === 'user').map((m) => m.content.split(/\s+/).filter(Boolean).slice(0, 6).join(' '));
+    const said = history.filter((m) => m.role === 'user').map((m) => firstWords(m.content, 6));
     const text = `${history.length} messages; the user said: ${said.join(' / ')}`;
     yield { type: 'text', delta: text };
     const words = countWords(text);

@@ -46,4 +46,25 @@ describe('echo model', () => {
     ac.cancel('stop');
     await expect(next).rejects.toThrow();
   });
+
+  it('gives the event loop turns while it reads a conversation of many megabytes', async () => {
+    const big = 'pay the invoice today '.repeat(400_000); // 8.8 MB, 1.6M words
+    const history = Array.from({ length: 6 }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: big }) as const);
+    let loopTurns = 0;
+    const tick = (): void => {
+      loopTurns++;
+      if (!done) setImmediate(tick);
+    };
+    let done = false;
+    setImmediate(tick);
+    const evs: ModelEvent[] = [];
+    const model = new EchoModel();
+    const request = { tools: [], toolChoice: null, agent: validateAgentConfig({}, 't', 'a'), cancel: new Cancellation() };
+    for await (const ev of model.stream({ ...request, messages: [...history, { role: 'user', content: 'summarize' }], purpose: 'compact' })) evs.push(ev);
+    done = true;
+    // Counting 9.6M words takes far longer than one slice: the loop ran between slices.
+    expect(loopTurns).toBeGreaterThan(1);
+    expect(evs[0]).toEqual({ type: 'text', delta: '6 messages; the user said: pay the invoice today pay the / pay the invoice today pay the / pay the invoice today pay the' });
+    expect(evs.at(-1)).toMatchObject({ type: 'usage', usage: { prompt_tokens: 6 * 1_600_000 + 1 } });
+  });
 });

@@ -90,7 +90,8 @@ describe.skipIf(skip !== null)('cluster mode: agents and the event bus across no
     await waitFor(async () => (await names(cb)).includes('doomed'), 'node b to see the new agent');
     const sender = senderOwnedBy('b', ['a', 'b'], 'doomed', 'd');
     await cb.send('doomed', 'stored first', { sender });
-    const running = collect(cb.stream('doomed', 'a b c d e f g h i j k l m n o p q r s t', { sender }));
+    // 1,000 words at 30 ms: the turn cannot end on its own before the delete reaches it, however slow the machine.
+    const running = collect(cb.stream('doomed', Array.from({ length: 1_000 }, (_, i) => `w${i}`).join(' '), { sender }));
     await waitRunning(cb, 'doomed', sender);
     await ca.deleteAgent('doomed');
     // Answered only once b purged it: b refuses the agent and runs nothing of it from that moment, not a message later.

@@ -1,8 +1,9 @@
 /**
  * A CI run cannot come out green by skipping the tests that need PostgreSQL
  * or NATS: under CI=true a missing service fails them; elsewhere they skip,
- * saying why. The decision on its own, then vitest itself run on suites that
- * need each service, with both pointed at a port where nothing listens.
+ * saying why. The decision on its own, then, with both services pointed at a
+ * port where nothing listens, vitest itself on suites that need each, and
+ * the helpers those suites call first, in and out of CI.
  */
 import { spawn } from 'node:child_process';
 import net from 'node:net';
@@ -38,12 +39,14 @@ async function deadPort(): Promise<number> {
   return port;
 }
 
-/** vitest on `files` (collected, no test run: `-t` matches none), with both services at `port`. */
-async function vitestWithoutServices(ci: string, port: number, args: string[]): Promise<{ code: number | null; output: string }> {
+function envWithoutServices(ci: string, port: number): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('VITEST')) env[k] = v;
-  Object.assign(env, { CI: ci, AGENTD_TEST_NATS_URL: `nats://127.0.0.1:${port}`, AGENTD_TEST_PG_URL: `postgres://postgres@127.0.0.1:${port}/test`, NO_COLOR: '1' });
-  const child = spawn(process.execPath, [VITEST, 'run', '-t', 'a test name that no test has', ...args], { cwd: ROOT, env });
+  return Object.assign(env, { CI: ci, AGENTD_TEST_NATS_URL: `nats://127.0.0.1:${port}`, AGENTD_TEST_PG_URL: `postgres://postgres@127.0.0.1:${port}/test`, NO_COLOR: '1' });
+}
+
+async function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env });
   let output = '';
   child.stdout.on('data', (b: Buffer) => (output += b.toString()));
   child.stderr.on('data', (b: Buffer) => (output += b.toString()));
@@ -55,10 +58,17 @@ async function vitestWithoutServices(ci: string, port: number, args: string[]): 
 // whose setup file gates every suite it runs (bus.test.ts runs in both
 // projects; in the sqlite one it needs nothing, and `-t` runs none of it).
 const NEEDING_SERVICES = ['--project', 'sqlite', '--project', 'postgres', 'test/unit/cluster-forward.test.ts', 'test/unit/pg-store.test.ts', 'test/e2e/bus.test.ts'];
+const NO_TEST = ['-t', 'a test name that no test has'];
+/** What a test file does first: ask for its services (a plain Node process: far cheaper than vitest). */
+const ASK_HELPERS = [
+  '--import', 'tsx', '--input-type=module', '-e',
+  "const { needNats } = await import('./test/helpers/nats.ts'); const { needPostgres } = await import('./test/helpers/postgres.ts'); await needNats(); await needPostgres();",
+];
 
-describe('suites that need a service, run without it', { timeout: 60_000, concurrent: true }, () => {
+// Starting vitest on a busy 2-core machine can take a minute.
+describe('suites that need a service, run without it', { timeout: 180_000 }, () => {
   it('fail under CI=true, naming the service and how to provide it', async () => {
-    const { code, output } = await vitestWithoutServices('true', await deadPort(), NEEDING_SERVICES);
+    const { code, output } = await run([VITEST, 'run', ...NO_TEST, ...NEEDING_SERVICES], envWithoutServices('true', await deadPort()));
     expect(code, output).not.toBe(0);
     const failures = output.match(/ServiceMissingError: CI is set, so this fails instead of skipping: no (NATS|PostgreSQL) server/g) ?? [];
     expect(failures.sort(), output).toEqual([
@@ -71,9 +81,12 @@ describe('suites that need a service, run without it', { timeout: 60_000, concur
 
   it('skip outside CI, printing why', async () => {
     const port = await deadPort();
-    const { code, output } = await vitestWithoutServices('', port, NEEDING_SERVICES);
+    const { code, output } = await run(ASK_HELPERS, envWithoutServices('', port));
     expect(code, output).toBe(0);
     expect(output).toContain(`skipped: no NATS server with JetStream answered at nats://127.0.0.1:${port}`);
     expect(output).toContain(`skipped: no PostgreSQL server answered at postgres://postgres@127.0.0.1:${port}/test`);
+    const ci = await run(ASK_HELPERS, envWithoutServices('true', port));
+    expect(ci.code).not.toBe(0);
+    expect(ci.output).toContain('ServiceMissingError: CI is set, so this fails instead of skipping: no NATS server');
   });
 });

@@ -91,7 +91,7 @@ async function seedPostgres(url: string): Promise<void> {
 async function benchDatabase(): Promise<TestDatabase | null> {
   const why = await pgUnavailable();
   if (why === null) return createTestDatabase();
-  Report.progress(why.replace('PostgreSQL tests skipped', 'storage: PostgreSQL rows skipped'));
+  Report.progress(`storage: PostgreSQL rows skipped: ${why}`);
   return null;
 }
 

@@ -101,7 +101,8 @@ describe('agent management', () => {
     await c.request('create_agent', { name: 'doomed', config: { echo: { delay_ms: 30 } } });
     await c.send('doomed', 'zanzibar notes', { sender: 's1' });
     await c.subscribe('bye', 'doomed');
-    const running = collect(c.stream('doomed', 'a b c d e f g h i j', { sender: 's2' }));
+    // 1,000 words at 30 ms: the turn cannot end on its own before the delete reaches it, however slow the machine.
+    const running = collect(c.stream('doomed', Array.from({ length: 1_000 }, (_, i) => `w${i}`).join(' '), { sender: 's2' }));
     await waitRunning(c, 'doomed', 's2');
     await c.request('delete_agent', { name: 'doomed' });
     expect(end(await running)).toMatchObject({ stop_reason: 'cancelled', error: 'agent deleted' });

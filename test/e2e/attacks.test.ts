@@ -29,8 +29,13 @@ describe('replies to one read are bounded', () => {
       // The daemon has handled that read once it answers a request sent after it elsewhere.
       await c.ping();
       await c.ping();
-      // Before the fix the 300 replies (300 MiB) were all held, then copied into one buffer: +650 MB.
-      expect(peakMiB(d.proc.pid!) - before).toBeLessThan(250);
+      // What may be held is about the hard limit, 64 MiB (+68 MiB measured,
+      // bench/results/test-memory-bounds.md); the bound leaves 3.5x room for
+      // collection lagging on a busy machine and still fails holding the 300
+      // replies (300 MiB; before the fix they were also copied into one buffer: +650 MB).
+      const growth = peakMiB(d.proc.pid!) - before;
+      console.log(`300 unread 1 MiB replies: VmHWM +${growth.toFixed(0)} MiB`);
+      expect(growth).toBeLessThan(250);
       raw.close();
     },
   );

@@ -5,22 +5,20 @@
  * limit after 219 KB. The same stream must now arrive whole on a connection
  * that stays open, in coalesced frames, with the daemon's peak resident
  * memory (VmHWM, all threads, reset just before the request) growing by less
- * than 4.5x the request, and by less than 5x once a search that matches it
- * has run. The daemon runs as users run it, through bin/agentd and so under
- * its malloc settings (bin/malloc-defaults.sh).
+ * than MAX_GROWTH_PER_BYTE times the request, before and after a search that
+ * matches it. The daemon runs as users run it, through bin/agentd and so
+ * under its malloc settings (bin/malloc-defaults.sh).
  *
- * Measured on the 2-core machine, 2026-12-02: this test 2.6-3.3x at `end` and
- * 2.7-3.3x after the search, alone and beside two busy loops;
- * bench/big-stream-memory.ts side by side, 2.65-3.15x through bin/agentd
- * against 3.95-4.56x (7.5x after a search) under glibc's malloc defaults,
- * where freed 16 MiB blocks stayed in the threads' arenas. What is at the
- * peak, for 16 MiB: the request bytes in shared memory (1x, main keeps them to
- * store a stalled turn), the request as a string in the shard (1x), SQLite's
- * copy of the bound value and of the row it builds (2x), and
- * buffers V8 has not yet collected (main's socket reads; the shard's output
- * buffers go back to it for reuse once written, src/main/hosts/output-returns.ts).
- * The commit's own cost is held by a deterministic test
- * (test/unit/store-commit-memory.test.ts). After `end` a storage thread
+ * What is at the peak, for 16 MiB: the request bytes in shared memory (1x,
+ * main keeps them to store a stalled turn), the request as a string in the
+ * shard (1x), SQLite's copy of the bound value and of the row it builds (2x),
+ * and buffers V8 has not yet collected (main's socket reads; the shard's
+ * output buffers go back to it for reuse once written,
+ * src/main/hosts/output-returns.ts). On a busy machine the reading client (this
+ * test's process) falls behind, so up to the whole output also waits in main,
+ * and collection lags: the growth then ranges higher. The commit's own cost is
+ * held by a deterministic test (test/unit/store-commit-memory.test.ts), the
+ * search's by test/unit/search-memory.test.ts. After `end` a storage thread
  * indexes the two messages; a search reads a big text in slices
  * (search-texts.ts). AGENTD_BIG_STREAM_MIB picks another size (small sizes
  * are dominated by fixed costs).
@@ -33,11 +31,21 @@ import { peakResident, resetPeak } from '../helpers/resident-memory.ts';
 
 const MIB = 1024 * 1024;
 const SIZE_MIB = Number(process.env.AGENTD_BIG_STREAM_MIB ?? 16);
-const MAX_GROWTH_PER_BYTE = 4.5;
-const MAX_GROWTH_AFTER_SEARCH = 5;
+/**
+ * The largest growth measured, 4.9x (beside a busy loop on the 2-core machine,
+ * its load average near 40; bench/results/test-memory-bounds.md has the
+ * spread), times a margin of 1.2 for a machine busier still: how busy the
+ * machine is moves this figure (2.6-3.3x on a quiet one), not the code. What
+ * still fails: output held per word (the original 1.5 GB for 16 MiB, about
+ * 90x), or a change that holds three more copies of the request at once (two
+ * on a busy machine). Single extra copies are the deterministic tests' to
+ * catch (store-commit-memory, search-memory). The search adds next to nothing
+ * to the stream's peak, so the same bound holds after it.
+ */
+const MAX_GROWTH_PER_BYTE = 6;
 
 describe('a big stream', () => {
-  it(`${SIZE_MIB} MiB of two-byte words arrive whole, in coalesced frames, to a reading client; peak memory grows < ${MAX_GROWTH_PER_BYTE}x the request, < ${MAX_GROWTH_AFTER_SEARCH}x after a search`, { timeout: 240_000 }, async () => {
+  it(`${SIZE_MIB} MiB of two-byte words arrive whole, in coalesced frames, to a reading client; peak memory grows < ${MAX_GROWTH_PER_BYTE}x the request, before and after a search`, { timeout: 240_000 }, async () => {
     const d = await testDaemon({ config: { max_body_bytes: SIZE_MIB * MIB + 1024, agents: { assistant: { model: 'echo' } } } });
     const c = await testClient(d);
     await c.send('assistant', 'warm up', { sender: 'warm' });
@@ -58,7 +66,7 @@ describe('a big stream', () => {
     // Merged: far fewer frames than words (8M words for 16 MiB).
     expect(frames).toBeLessThan(content.length / 2 / 50);
     const growth = after - before;
-    console.log(`big stream: ${SIZE_MIB} MiB, ${frames} frames, VmHWM ${(before / MIB).toFixed(0)} -> ${(after / MIB).toFixed(0)} MiB (+${(growth / MIB).toFixed(0)} MiB, ${(growth / (SIZE_MIB * MIB)).toFixed(1)}x)`);
+    console.log(`big stream: ${SIZE_MIB} MiB, ${frames} frames, VmHWM ${(before / MIB).toFixed(0)} -> ${(after / MIB).toFixed(0)} MiB (+${(growth / MIB).toFixed(1)} MiB, ${(growth / (SIZE_MIB * MIB)).toFixed(2)}x)`);
     expect(growth).toBeLessThan(MAX_GROWTH_PER_BYTE * SIZE_MIB * MIB);
     // The connection was never cut: it still answers.
     await expect(c.ping()).resolves.toBeUndefined();
@@ -66,8 +74,8 @@ describe('a big stream', () => {
     const hits = (await c.request('search_sessions', { query: 'w' })).session_hits as { hits: { sender: string }[] };
     expect(hits.hits.map((h) => h.sender)).toContain('big');
     const searched = peakResident(d.proc.pid!) - before;
-    console.log(`big stream: after one search +${(searched / MIB).toFixed(0)} MiB, ${(searched / (SIZE_MIB * MIB)).toFixed(1)}x`);
-    expect(searched).toBeLessThan(MAX_GROWTH_AFTER_SEARCH * SIZE_MIB * MIB);
+    console.log(`big stream: after one search +${(searched / MIB).toFixed(1)} MiB, ${(searched / (SIZE_MIB * MIB)).toFixed(2)}x`);
+    expect(searched).toBeLessThan(MAX_GROWTH_PER_BYTE * SIZE_MIB * MIB);
     onTestFinished(() => c.close());
   });
 });

@@ -138,7 +138,8 @@ describe('shutdown', () => {
     onTestFinished(() => c.close());
     const evs: unknown[] = [];
     const turn = (async () => {
-      for await (const ev of c.stream('slow', 'one two three four five six seven eight nine ten')) {
+      // 500 words at 50 ms: the turn cannot end on its own before SIGTERM reaches it, however slow the machine.
+      for await (const ev of c.stream('slow', Array.from({ length: 500 }, (_, i) => `w${i}`).join(' '))) {
         evs.push(ev);
         if (evs.length === 3) d.proc.kill('SIGTERM');
       }

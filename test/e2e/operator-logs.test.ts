@@ -84,11 +84,14 @@ describe('failures in the log', { timeout: 120_000 }, () => {
     expect(String(line.err)).toContain('broken on purpose');
   });
 
+  // Whether the 300 ms run out after the provider's first chunk or, on a busy
+  // machine, before it arrives is timing, so this test does not ask;
+  // test/unit/provider-silence.test.ts shows, under fake timers, that the
+  // silence is counted from the last chunk.
   it('a provider that sends nothing for timeout_ms ends the turn with a clear error; the held request is dropped', async () => {
     const evs = await collect(c.stream('silent', 'hi', { sender: 'logtimeout' }));
-    expect(evs.filter((e) => e.type === 'chunk').map((e) => (e as { content: string }).content).join('')).toBe('waiting');
     expect(end(evs)).toMatchObject({ stop_reason: 'error', error: expect.stringContaining('provider "quick" sent nothing for 300 ms (timeout_ms)') });
-    await waitFor(() => api.aborted >= 1, 'the fake provider to see its held response closed');
+    await waitFor(() => api.open === 0, 'the fake provider to see the held response closed');
     await logLine(d, 'the timeout', (l) => l.level === WARN && l.agent === 'silent' && String(l.error).includes('timeout_ms'));
   });
 

@@ -123,7 +123,8 @@ describe('durable conversations', () => {
   it('delete cancels a running turn first and nothing of it is stored afterwards', async () => {
     const d = await daemon();
     const c = await client(d);
-    const turn = collect(c.stream('slow', 'a b c d e f g h i j k l', { sender: 'del' }));
+    // 1,000 words at 20 ms: the turn cannot end on its own before the delete reaches it, however slow the machine.
+    const turn = collect(c.stream('slow', Array.from({ length: 1_000 }, (_, i) => `w${i}`).join(' '), { sender: 'del' }));
     await waitRunning(c, 'slow', 'del');
     await c.request('delete_conversation', { agent: 'slow', sender: 'del' });
     expect((await turn).at(-1)).toMatchObject({ type: 'end', stop_reason: 'cancelled', error: 'conversation deleted' });

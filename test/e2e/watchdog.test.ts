@@ -147,7 +147,9 @@ describe('turn_id', () => {
     const d = await testDaemon({ workers: 2, env: { AGENTD_TEST_CRASH_TOKEN: CRASH }, config: { agents: { slow: { model: 'echo', echo: { delay_ms: 20 } }, assistant: { model: 'echo' } } } });
     const c = await testClient(d);
     const s = senderOn(1, 'slow', 's');
-    const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+    // 250 words at 20 ms (5 s): the running turn cannot end before the crash reaches its shard on a busy
+    // machine (60 words could), and the retry that runs it whole stays short.
+    const words = Array.from({ length: 250 }, (_, i) => `w${i}`).join(' ');
     const running = collect(c.stream('slow', words, { sender: s, turn_id: 'lost-1' }));
     const queued = collect(c.stream('slow', 'queued', { sender: s, turn_id: 'lost-2' }));
     running.catch(() => {});

@@ -30,6 +30,8 @@ export interface FakeOpenAI {
   requests: RecordedRequest[];
   /** Requests that were aborted by the client while held open. */
   aborted: number;
+  /** Requests whose response has neither ended nor been closed by the client (whatever the model). */
+  open: number;
   close(): Promise<void>;
 }
 
@@ -59,9 +61,11 @@ export async function startFakeOpenAI(
   models = ['text', 'reasoning', 'tools', 'error-mid', 'flaky', 'down', 'hold'],
   opts: { modelsUnauthorized?: boolean } = {},
 ): Promise<FakeOpenAI> {
-  const state: FakeOpenAI = { url: '', requests: [], aborted: 0, close: async () => {} };
+  const state: FakeOpenAI = { url: '', requests: [], aborted: 0, open: 0, close: async () => {} };
   const attempts = new Map<string, number>();
   const server: Server = createServer((req, res) => {
+    state.open++;
+    res.once('close', () => state.open--);
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString()));
     req.on('end', () => {

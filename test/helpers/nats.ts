@@ -2,8 +2,8 @@
  * NATS for the cluster tests: the JetStream server AGENTD_TEST_NATS_URL names
  * (default: the development and CI server on 127.0.0.1:4222). Each test uses
  * a key-value bucket of its own, destroyed afterwards. Where no server
- * answers, `natsUnavailable()` says why and how to run the tests, and they
- * skip themselves with that line printed.
+ * answers, `needNats()` fails the tests under CI and skips them elsewhere,
+ * printing why and how to run them (test/helpers/service-gate.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +16,7 @@ import { onTestFinished } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
+import { skipReason } from './service-gate.ts';
 
 export const NATS_URL = process.env.AGENTD_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 
@@ -23,8 +24,8 @@ const HOW_TO_RUN = 'start `nats-server -js` on 127.0.0.1:4222, or set AGENTD_TES
 
 let probed: Promise<string | null> | undefined;
 
-/** Null when a NATS server with JetStream answers; otherwise why the cluster tests are skipped, and how to run them. */
-export function natsUnavailable(): Promise<string | null> {
+/** Null when a NATS server with JetStream answers; otherwise why not, and how to run the tests. */
+function probeNats(): Promise<string | null> {
   probed ??= (async () => {
     let nc: NatsConnection | undefined;
     try {
@@ -35,12 +36,17 @@ export function natsUnavailable(): Promise<string | null> {
       await kv.destroy();
       return null;
     } catch (err) {
-      return `cluster tests skipped: no NATS server with JetStream answered at ${NATS_URL} (${(err as Error).message}); to run them, ${HOW_TO_RUN}`;
+      return `no NATS server with JetStream answered at ${NATS_URL} (${(err as Error).message}); to run the cluster tests, ${HOW_TO_RUN}`;
     } finally {
       await nc?.close().catch(() => undefined);
     }
   })();
   return probed;
+}
+
+/** For a test file that needs NATS: null when it answers; under CI otherwise throws; elsewhere prints and returns why the tests are skipped. */
+export async function needNats(): Promise<string | null> {
+  return skipReason(await probeNats());
 }
 
 /** A connection of its own (a node's): closing it cuts that node off from NATS. */
@@ -93,11 +99,11 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Null when NATS_SERVER_BIN can be run; otherwise why the tests needing their own server are skipped. */
-export function ownNatsUnavailable(): string | null {
-  return existsSync(NATS_SERVER_BIN)
+/** For tests that stop and restart a NATS server of their own: like needNats(), for the NATS_SERVER_BIN they run. */
+export function needOwnNats(): string | null {
+  return skipReason(existsSync(NATS_SERVER_BIN)
     ? null
-    : `tests that restart NATS skipped: no ${NATS_SERVER_BIN}; to run them, install the Debian package nats-server or set AGENTD_TEST_NATS_SERVER to a nats-server binary`;
+    : `no ${NATS_SERVER_BIN} (the tests that restart NATS run one); to run them, install the Debian package nats-server or set AGENTD_TEST_NATS_SERVER to a nats-server binary`);
 }
 
 export async function startOwnNats(): Promise<OwnNats> {

@@ -2,13 +2,14 @@
  * A PostgreSQL database of its own for each test that needs one: created on
  * the server AGENTD_TEST_PG_URL names (default: the development and CI
  * server, 127.0.0.1:5432 with trust authentication) and dropped afterwards.
- * Where no server answers, `pgUnavailable()` says why, and the tests skip
- * themselves with that line printed.
+ * Where no server answers, `needPostgres()` fails the tests under CI and
+ * skips them elsewhere, printing why (test/helpers/service-gate.ts).
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { onTestFinished } from 'vitest';
 import { safeUrl } from '../../src/storage/postgres/pool.ts';
+import { skipReason } from './service-gate.ts';
 
 /** Any database on the server: it is only used to create and drop the tests' own. */
 export const PG_ADMIN_URL = process.env.AGENTD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -17,7 +18,7 @@ const HOW_TO_RUN = 'start PostgreSQL on 127.0.0.1:5432 with trust authentication
 
 let probed: Promise<string | null> | undefined;
 
-/** Null when the server answers; otherwise why the PostgreSQL tests are skipped, and how to run them. */
+/** Null when the server answers; otherwise why not, and how to run the PostgreSQL tests (the benches read it as it is). */
 export function pgUnavailable(): Promise<string | null> {
   probed ??= (async () => {
     const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
@@ -26,12 +27,21 @@ export function pgUnavailable(): Promise<string | null> {
       await client.query('SELECT 1');
       return null;
     } catch (err) {
-      return `PostgreSQL tests skipped: no server answered at ${safeUrl(PG_ADMIN_URL)} (${(err as Error).message}); to run them, ${HOW_TO_RUN}`;
+      return `no PostgreSQL server answered at ${safeUrl(PG_ADMIN_URL)} (${(err as Error).message}); to run the PostgreSQL tests, ${HOW_TO_RUN}`;
     } finally {
       await client.end().catch(() => undefined);
     }
   })();
   return probed;
+}
+
+/**
+ * For a test file that needs PostgreSQL: null when the server answers; under
+ * CI otherwise throws (the file fails); elsewhere prints and returns why the
+ * tests are skipped.
+ */
+export async function needPostgres(): Promise<string | null> {
+  return skipReason(await pgUnavailable());
 }
 
 async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {

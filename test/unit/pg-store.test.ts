@@ -13,12 +13,11 @@ import { snippetOf, WHOLE_TEXT_BYTES } from '../../src/storage/search-rules.ts';
 import { openPool } from '../../src/storage/postgres/pool.ts';
 import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome, TurnRecord } from '../../src/storage/contract.ts';
 import { SEARCH_LIMITS, StopReason } from '../../src/shared/protocol.ts';
-import { createTestDatabase, pgUnavailable, type TestDatabase } from '../helpers/postgres.ts';
+import { createTestDatabase, needPostgres, type TestDatabase } from '../helpers/postgres.ts';
 import { startPgProxy } from '../helpers/pg-proxy.ts';
 
 const log = createLogger('silent');
-const skip = await pgUnavailable();
-if (skip !== null) console.warn(skip);
+const skip = await needPostgres();
 
 const user = (content: string): Message => ({ role: 'user', content });
 const assistant = (content: string): Message => ({ role: 'assistant', content });

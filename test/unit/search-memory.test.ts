@@ -4,10 +4,14 @@
  * whose user and assistant messages are 16 MiB each, as an echo stream of a
  * 16 MiB request stores. Measured in a fresh process
  * (test/helpers/search-peak.ts) with a storage thread's young generation
- * (storage-pool.ts: a 2 MiB semi-space): indexing both about 0.5x one
- * message, a search that ranks and shows both about 3.2x. Before the index
- * stopped copying the text and search read big texts in slices, the same
- * search read both messages whole, with their folded copies and SQLite's.
+ * (storage-pool.ts: a 2 MiB semi-space): indexing both 0.49-0.50x one
+ * message, a search that ranks and shows both 2.7-3.6x (when V8 collects the
+ * slices it read moves it; bench/results/test-memory-bounds.md). Bounds: the
+ * search's, the largest figure times 1.25, room for collection running later
+ * on a busier machine; indexing's, 1.5x, because copying the text once more
+ * (what the index did before) adds a whole 1x to a figure that does not move.
+ * Before search read big texts in slices it read both messages whole, with
+ * their folded copies and SQLite's: several times the bound.
  */
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';

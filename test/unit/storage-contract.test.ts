@@ -20,7 +20,7 @@ import type { Message } from '../../src/models/types.ts';
 import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome } from '../../src/storage/contract.ts';
 import { createPgConversationStorage, createPgDaemonStorage } from '../../src/storage/postgres/store.ts';
 import { PG_SCHEMA_VERSION } from '../../src/storage/postgres/schema.ts';
-import { createTestDatabase, pgUnavailable } from '../helpers/postgres.ts';
+import { createTestDatabase, needPostgres } from '../helpers/postgres.ts';
 import { InProcessWriter } from '../helpers/sqlite-writer.ts';
 
 const log = createLogger('silent');
@@ -45,8 +45,7 @@ interface Backend {
   open(): Promise<StoreUnderTest>;
 }
 
-const pgSkip = await pgUnavailable();
-if (pgSkip !== null) console.warn(pgSkip);
+const pgSkip = await needPostgres();
 
 const postgres: Backend = {
   name: 'PostgreSQL',

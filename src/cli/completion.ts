@@ -33,7 +33,7 @@ function optionArms(commands: readonly Command[]): string {
   const sorted = [...commands].sort((a, b) => b.name.split(' ').length - a.name.split(' ').length);
   return sorted
     .filter((c) => (c.options ?? []).length > 0)
-    .map((c) => `    "${c.name}"*) echo "${quote((c.options ?? []).map((o) => `--${o}`))}" ;;`)
+    .map((c) => `    "${c.name}" | "${c.name} "*) echo "${quote((c.options ?? []).map((o) => `--${o}`))}" ;;`)
     .join('\n');
 }
 
@@ -58,6 +58,7 @@ _agentctl() {
   local cur=\${COMP_WORDS[COMP_CWORD]} prev=\${COMP_WORDS[COMP_CWORD-1]}
   case "$prev" in
     --socket|--home|--command) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --profile) COMPREPLY=($(compgen -W "$(agentctl profile list 2>/dev/null | tail -n +2 | cut -d' ' -f1)" -- "$cur")); return ;;
     ${valueFlags().join('|')}) COMPREPLY=(); return ;;
   esac
   local -a words=()

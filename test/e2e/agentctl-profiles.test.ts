@@ -84,7 +84,7 @@ function complete(script: string, words: string[]): string[] {
 }
 
 describe('completion', () => {
-  it('bash completes commands, group words and each command\'s flags; zsh loads the same through bashcompinit', async () => {
+  it('bash completes commands, group words, each command\'s flags and profile names; zsh loads the same through bashcompinit', async () => {
     const [bash, zsh, fish] = await Promise.all([run('completion', 'bash'), run('completion', 'zsh'), run('completion', 'fish')]);
     expect(bash.code).toBe(0);
     expect(complete(bash.stdout, ['agentctl', 'cl'])).toEqual(['cluster']);
@@ -93,6 +93,8 @@ describe('completion', () => {
     expect(complete(bash.stdout, ['agentctl', '--profile', 'x', 'stream', 'a', '--s'])).toEqual(['--sender', '--socket']);
     expect(complete(bash.stdout, ['agentctl', 'mcps', 'add', '--e'])).toEqual(['--env', '--eager']);
     expect(complete(bash.stdout, ['agentctl', 'help', 'compl'])).toEqual(['completion']);
+    const withProfiles = `agentctl() { printf 'NAME  CONNECTS TO\\nprod  tcp h:1\\nprobe  home /x\\n'; }\n${bash.stdout}`;
+    expect(complete(withProfiles, ['agentctl', '--profile', 'pro'])).toEqual(['prod', 'probe']);
     expect(zsh.code).toBe(0);
     expect(zsh.stdout).toMatch(/^#compdef agentctl\n/);
     expect(zsh.stdout).toContain('bashcompinit');

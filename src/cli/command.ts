@@ -4,15 +4,13 @@
  */
 import { readFileSync } from 'node:fs';
 import type { AgentdClient } from '../client/index.ts';
+import type { ConnectFlagValues } from './connect-flags.ts';
 import type { Output } from './output.ts';
+import { UsageError } from './usage-error.ts';
 
-/** Exit codes (documented in --help and the README). */
-export const Exit = { Ok: 0, DaemonError: 1, Usage: 2, CannotConnect: 3 } as const;
+export { Exit } from './exit-codes.ts';
 
-/** A mistake on the command line: exit 2 with the command's usage. */
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
+export { UsageError } from './usage-error.ts';
 
 /**
  * Every command option, by name. parseArgs needs one type per name, so all
@@ -60,6 +58,18 @@ export interface Flags {
   'no-auto-restart'?: boolean;
 }
 
+/** What a command that needs no daemon (profile, completion) gets. */
+export interface LocalContext {
+  /** Positional arguments after the command's name. */
+  args: string[];
+  flags: Flags & ConnectFlagValues;
+  json: boolean;
+  out: Output;
+  env: NodeJS.ProcessEnv;
+  /** Every command, for the ones that describe the others (completion). */
+  commands: readonly Command[];
+}
+
 export interface Context {
   client: AgentdClient;
   /** Positional arguments after the command's name. */
@@ -69,7 +79,7 @@ export interface Context {
   out: Output;
 }
 
-export interface Command {
+interface CommandInfo {
   /** One word, or a group and a word ("agents create"). */
   name: string;
   /** Positional arguments, for the usage line ("AGENT TEXT..."). */
@@ -81,9 +91,22 @@ export interface Command {
   options?: OptionName[];
   /** Fewest and most positional arguments (most: Infinity when the rest is joined as text). */
   arity: [number, number];
+}
+
+/** A command that talks to the daemon: agentctl connects before it runs. */
+export interface RemoteCommand extends CommandInfo {
+  local?: false;
   /** Resolves with the exit code when it is not 0 (a command that printed its own message for it). */
   run(ctx: Context): Promise<void | number>;
 }
+
+/** A command that works on this machine alone and never connects. */
+export interface LocalCommand extends CommandInfo {
+  local: true;
+  run(ctx: LocalContext): Promise<void | number>;
+}
+
+export type Command = RemoteCommand | LocalCommand;
 
 /** Joins the positional arguments from `from` as one text (so quoting is optional). */
 export function restText(args: string[], from: number): string {

@@ -5,13 +5,14 @@
  */
 import type { ConnectOptions } from '../client/index.ts';
 import { defaultHome } from '../client/connect-options.ts';
-import { UsageError } from './command.ts';
+import { UsageError } from './usage-error.ts';
 
 export const CONNECT_FLAGS = {
   socket: { type: 'string' },
   tcp: { type: 'string' },
   token: { type: 'string' },
   home: { type: 'string' },
+  profile: { type: 'string' },
 } as const;
 
 export const CONNECT_HELP = `connection (default: the Unix socket $AGENTD_HOME/run/agentd.sock, else ~/.agentd/run/agentd.sock):
@@ -19,13 +20,16 @@ export const CONNECT_HELP = `connection (default: the Unix socket $AGENTD_HOME/r
   --home DIR           the daemon's home, whose run/agentd.sock is used
   --tcp HOST:PORT      connect over TCP instead
   --token T            the daemon's token, for TCP (default $AGENTD_TOKEN, else the
-                       token file of --home / $AGENTD_HOME / ~/.agentd)`;
+                       token file of --home / $AGENTD_HOME / ~/.agentd)
+  --profile NAME       the socket, home, tcp and token saved under NAME (agentctl
+                       profile add); flags given beside it win`;
 
 export interface ConnectFlagValues {
   socket?: string | undefined;
   tcp?: string | undefined;
   token?: string | undefined;
   home?: string | undefined;
+  profile?: string | undefined;
 }
 
 /** Turns the flags (and $AGENTD_TOKEN) into connect options; the client fills in the default socket. */

@@ -17,7 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
 import { DEFAULT_PROVIDER_TIMEOUT_MS, type ProviderConfig } from '../shared/config.ts';
 import type { Logger } from '../shared/log.ts';
-import { apiUrl, authHeaders, errorMessage, ProviderError, redactProviderText } from '../shared/provider-http.ts';
+import { apiUrl, authHeaders, httpFailure, ProviderError, redactProviderText } from '../shared/provider-http.ts';
 import type { ToolCall, ToolChoice, Usage } from '../shared/protocol.ts';
 import type { Message, Model, ModelEvent, ModelRequest, ToolSpec } from './types.ts';
 
@@ -234,7 +234,7 @@ export class OpenAIModel implements Model {
         await sleep(waitMs, undefined, { signal: cancel });
         continue;
       }
-      throw this.#fail(`${res.status} ${errorMessage(text) || res.statusText}`, res.status);
+      throw this.#fail(httpFailure(res.status, res.statusText, text), res.status);
     }
   }
 

@@ -33,6 +33,11 @@ export function errorMessage(body: string): string {
   return body.trim().slice(0, 500);
 }
 
+/** "HTTP 401 Unauthorized: <the endpoint's message>": what a failed request tells the user (a turn's error, a reply). */
+export function httpFailure(status: number, statusText: string, body: string): string {
+  return `HTTP ${status}${statusText !== '' ? ` ${statusText}` : ''}: ${errorMessage(body) || 'no message'}`;
+}
+
 export function apiUrl(baseUrl: string, path: string): string {
   return `${baseUrl.replace(/\/+$/, '')}/${path}`;
 }
@@ -59,7 +64,7 @@ export async function listModels(cfg: ProviderConfig, signal?: AbortSignal): Pro
   const res = await fetch(apiUrl(cfg.base_url, 'models'), { headers: authHeaders(cfg), signal: signal ?? null });
   const text = await res.text();
   // An endpoint may quote the request (its Authorization header) in its error body.
-  if (!res.ok) throw new ProviderError(redactProviderText(cfg, `${res.status} ${errorMessage(text)}`), res.status);
+  if (!res.ok) throw new ProviderError(redactProviderText(cfg, httpFailure(res.status, res.statusText, text)), res.status);
   let parsed: { data?: { id?: string }[]; models?: { name?: string; model?: string }[] };
   try {
     parsed = JSON.parse(text) as typeof parsed;

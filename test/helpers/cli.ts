@@ -1,9 +1,14 @@
-/** Runs agentctl from source as a separate process (the way a person runs it), against a test daemon. */
+/**
+ * Runs agentctl as a separate process the way a person runs it (bin/agentctl.mjs:
+ * the built dist/ when it is compiled from the current source, else the source
+ * through tsx), against a test daemon.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
+export const AGENTCTL = resolve(ROOT, 'bin/agentctl.mjs');
 
 export interface CtlResult {
   code: number | null;
@@ -16,7 +21,7 @@ export function spawnCtl(socket: string | null, args: string[], env: Record<stri
   const full = socket === null ? args : [...args, '--socket', socket];
   const childEnv: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...env };
   for (const k of Object.keys(childEnv)) if (childEnv[k] === undefined) delete childEnv[k];
-  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/agentctl.ts', ...full], { cwd: ROOT, env: childEnv as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [AGENTCTL, ...full], { cwd: ROOT, env: childEnv as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** Collects a spawned process's output until it exits. */

@@ -3,15 +3,17 @@ import type { Command } from '../command.ts';
 import { agentCommands } from './agents.ts';
 import { busCommands } from './bus.ts';
 import { catalogCommands } from './catalog.ts';
+import { completion } from './completion.ts';
 import { conversationCommands } from './conversations.ts';
 import { daemonCommands } from './daemon.ts';
 import { mcpCommands } from './mcps.ts';
+import { profileCommands } from './profile.ts';
 import { turnCommands } from './turns.ts';
 
-export const COMMANDS: readonly Command[] = [...turnCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...daemonCommands];
+export const COMMANDS: readonly Command[] = [...turnCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...daemonCommands, ...profileCommands, completion];
 
 /** Groups whose bare name runs their `list` command. */
-export const GROUPS: readonly string[] = ['agents', 'models', 'skills'];
+export const GROUPS: readonly string[] = ['agents', 'models', 'skills', 'profile'];
 
 /** Finds the command named by the first positionals; returns it and how many words its name took. */
 export function findCommand(positionals: string[]): { command: Command; words: number } | null {

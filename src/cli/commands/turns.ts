@@ -1,5 +1,6 @@
 /** Turns: stream, send, kill, compact (PROTOCOL §4.1). */
 import { AgentdError, Code, type StreamEvent, type StreamArgs, type OnBusy } from '../../client/index.ts';
+import { turnFailure, TurnFailedError } from '../failure.ts';
 import { type Command, type Context, type Flags, pairLabel, restText, senderOf, UsageError } from '../command.ts';
 import { clip, type Output } from '../output.ts';
 
@@ -65,9 +66,7 @@ class TurnPrinter {
   #end(ev: Extract<StreamEvent, { type: 'end' }>): void {
     if (this.#thinkingOpen) this.o.stderr.write('\n');
     if (!this.#atLineStart) this.o.line();
-    if (ev.error !== '') {
-      throw new AgentdError(ev.stop_reason === 'cancelled' ? Code.Cancelled : Code.Internal, `turn ended (${ev.stop_reason}): ${ev.error}`);
-    }
+    if (ev.error !== '') throw turnFailure(ev.stop_reason, ev.error);
   }
 }
 
@@ -75,7 +74,7 @@ const stream: Command = {
   name: 'stream',
   usage: 'AGENT TEXT...',
   summary: 'run a turn and print the answer as it arrives',
-  details: 'The answer goes to stdout. Thinking (dim, after "thinking: ") and tool calls go to stderr, so\n`agentctl stream a hi > answer.txt` keeps only the answer. A failed or cancelled turn exits 1.\nWith --json: one JSON line per stream event ({"type": "chunk", "content": ...}).',
+  details: 'The answer goes to stdout. Thinking (dim, after "thinking: ") and tool calls go to stderr, so\n`agentctl stream a hi > answer.txt` keeps only the answer. A failed or cancelled turn exits 4.\nWith --json: one JSON line per stream event ({"type": "chunk", "content": ...}).',
   example: 'agentctl stream assistant "summarize the README" --sender alice',
   options: ['sender', 'guest', 'ephemeral', 'on-busy'],
   arity: [2, Infinity],
@@ -85,7 +84,7 @@ const stream: Command = {
       if (!json) printer.event(ev);
       else {
         out.json(ev);
-        if (ev.type === 'end' && ev.error !== '') throw new AgentdError(ev.stop_reason === 'cancelled' ? Code.Cancelled : Code.Internal, `turn ended (${ev.stop_reason}): ${ev.error}`);
+        if (ev.type === 'end' && ev.error !== '') throw turnFailure(ev.stop_reason, ev.error);
       }
     }
   },
@@ -95,12 +94,17 @@ const send: Command = {
   name: 'send',
   usage: 'AGENT TEXT...',
   summary: 'run a turn and print the final answer once it is done',
+  details: 'A turn that fails (a provider error) or is cancelled exits 4; a refused request (unknown agent, busy) exits 1.',
   example: 'agentctl send assistant "what changed today?"',
   options: ['sender', 'on-busy'],
   arity: [2, Infinity],
   async run({ client, args, flags, json, out }: Context) {
     const { guest: _g, ephemeral: _e, ...opts } = turnOptions(flags);
-    const r = await client.send(args[0]!, restText(args, 1), opts);
+    const r = await client.send(args[0]!, restText(args, 1), opts).catch((err: unknown) => {
+      // The turn ran and failed (500) or was cancelled (499): a failed turn, not a refusal.
+      if (err instanceof AgentdError && (err.code === Code.Internal || err.code === Code.Cancelled)) throw new TurnFailedError(err.code, `turn ${err.code === Code.Cancelled ? 'cancelled' : 'failed'}: ${err.message}`);
+      throw err;
+    });
     if (json) out.json(r);
     else out.line(r.content);
   },

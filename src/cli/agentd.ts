@@ -16,36 +16,24 @@ function fail(message: string, exitCode = 1): never {
   process.exit(exitCode);
 }
 
-async function main(): Promise<void> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      options: {
-        home: { type: 'string' },
-        workers: { type: 'string' },
-        tcp: { type: 'string' },
-        'tcp-insecure': { type: 'boolean' },
-        config: { type: 'string' },
-        'log-level': { type: 'string' },
-        store: { type: 'string' },
-        cluster: { type: 'string' },
-        node: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean', short: 'v' },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    fail(`${(err as Error).message}\n${USAGE}`);
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return;
-  }
-  if (values.version) {
-    process.stdout.write(`${VERSION}\n`);
-    return;
-  }
+const OPTIONS = {
+  home: { type: 'string' },
+  workers: { type: 'string' },
+  tcp: { type: 'string' },
+  'tcp-insecure': { type: 'boolean' },
+  config: { type: 'string' },
+  'log-level': { type: 'string' },
+  store: { type: 'string' },
+  cluster: { type: 'string' },
+  node: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; strict: true }>>['values'];
+
+/** The command line as start flags; a bad flag exits with its message. */
+function startFlags(values: Values): StartFlags {
   const flags: StartFlags = {};
   if (values.home !== undefined) flags.home = values.home;
   if (values.tcp !== undefined) flags.tcp = values.tcp;
@@ -62,6 +50,44 @@ async function main(): Promise<void> {
     if (!Number.isSafeInteger(n) || n < 1) fail(`--workers must be an integer >= 1, got "${values.workers}"`);
     flags.workers = n;
   }
+  return flags;
+}
+
+/** Stops the daemon once on SIGINT or SIGTERM, exiting 0 when it closed cleanly. */
+function stopOnSignals(daemon: Awaited<ReturnType<typeof startDaemon>>): void {
+  let signalled = false;
+  const stop = (signal: string): void => {
+    if (signalled) return;
+    signalled = true;
+    daemon.log.info({ signal }, 'shutting down');
+    daemon.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        daemon.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+async function main(): Promise<void> {
+  let values: Values;
+  try {
+    ({ values } = parseArgs({ options: OPTIONS, strict: true }));
+  } catch (err) {
+    fail(`${(err as Error).message}\n${USAGE}`);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (values.version) {
+    process.stdout.write(`${VERSION}\n`);
+    return;
+  }
+  const flags = startFlags(values);
 
   let config;
   try {
@@ -81,22 +107,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `agentd ${VERSION} ready: unix ${socketPath}${tcp ? `, tcp ${tcp.host}:${tcp.port}` : ''}, ${config.workers} workers\n`,
   );
-
-  let signalled = false;
-  const stop = (signal: string): void => {
-    if (signalled) return;
-    signalled = true;
-    daemon.log.info({ signal }, 'shutting down');
-    daemon.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        daemon.log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  stopOnSignals(daemon);
 }
 
 await main();

@@ -1,9 +1,10 @@
 /**
- * The agentd client: one connection, any number of requests in flight.
+ * The agentd client: one typed method per operation (docs/PROTOCOL.md §4)
+ * over one connection, any number of requests in flight.
  *
  *   const c = await AgentdClient.connect(); // $AGENTD_HOME/run/agentd.sock, else ~/.agentd/run/agentd.sock
  *   for await (const ev of c.stream('assistant', 'hello')) if (ev.type === 'chunk') process.stdout.write(ev.content);
- *   const agents = await c.listAgents(); // one typed method per operation (docs/PROTOCOL.md §4)
+ *   const agents = await c.listAgents();
  *   await c.close();
  *
  * Lifecycle (after nats.js): `connect()` resolves once open (and
@@ -11,149 +12,63 @@
  * or undefined, and never rejects; `close()` is immediate and idempotent;
  * `drain()` lets open requests finish first.
  */
-import { createConnection, type Socket } from 'node:net';
-import { AgentdError, isCode, Code } from '../shared/errors.ts';
-import { decodeBody, encodeBody, encodeFrame, FLAG_LAST, FrameDecoder } from '../shared/codec.ts';
+import { AgentdError, Code } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
 import type * as W from '../shared/wire/ops.ts';
 import { REPLY_VARIANT, type ArgsOf, type OperationName, type ReplyOf } from '../shared/wire/ops.ts';
-import { resolveConnectOptions } from './connect-options.ts';
+import { resolveConnectOptions, type ConnectOptions } from './connect-options.ts';
+import { Connection, type Body, type ReplyStream } from './connection.ts';
 import { ConnectionClosedError } from './errors.ts';
 import { QueuedIterator } from './queued-iterator.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
 export type * from '../shared/wire/ops.ts';
-
-export interface ConnectOptions {
-  /** Unix socket path. With neither `path` nor `host`/`port`: `<home>/run/agentd.sock`. */
-  path?: string;
-  /** The daemon's home: its socket is found there, and over TCP without `token` its token file; default `$AGENTD_HOME`, else `~/.agentd`. */
-  home?: string;
-  host?: string;
-  port?: number;
-  /** Sent as `auth` first on TCP. */
-  token?: string;
-  /** Default 5000. */
-  connectTimeoutMs?: number;
-  /** Largest reply body accepted, in bytes; default 256 MiB. */
-  maxBodyBytes?: number;
-  /** Sees every frame's raw body before it is decoded (for protocol tests and debugging). */
-  onRawFrame?: (id: number, flags: number, body: Uint8Array) => void;
-}
-
-export type Body = Record<string, unknown>;
+export type { Body, ConnectOptions };
 
 /** Options of a turn (`stream`, and the subset `send` takes). */
 export type TurnOptions = Omit<W.StreamArgs, 'agent' | 'content'>;
 export type SendOptions = Omit<W.SendArgs, 'agent' | 'content'>;
 export type SearchOptions = Omit<W.SearchArgs, 'query'>;
 
-type Pending =
-  | { kind: 'rr'; resolve(body: Body): void; reject(err: Error): void; stack: Error }
-  | { kind: 'stream'; iter: QueuedIterator<Body>; discard: boolean };
-
 function withSender<T extends object>(args: T, sender: string | undefined): T & { sender?: string } {
   return sender === undefined ? args : { ...args, sender };
 }
 
-function wireError(body: Body): AgentdError | null {
-  const e = body.error;
-  if (!isPlainMap(e)) return null;
-  const code = isCode(e.code) ? e.code : Code.Internal;
-  return new AgentdError(code, typeof e.message === 'string' ? e.message : 'unknown error');
-}
-
 export class AgentdClient {
-  readonly #socket: Socket;
-  readonly #decoder: FrameDecoder;
-  readonly #pending = new Map<number, Pending>();
-  readonly #onRawFrame: ConnectOptions['onRawFrame'];
-  #nextId = 1;
-  #corked = false;
-  #closedWith: Error | undefined = undefined;
-  #isClosed = false;
-  #draining = false;
-  /** Resolves drain() once the last open request finished (or the connection closed). */
-  #drained: (() => void) | null = null;
-  readonly #closed: Promise<Error | undefined>;
-  #resolveClosed!: (err: Error | undefined) => void;
+  readonly #conn: Connection;
 
-  private constructor(socket: Socket, opts: ConnectOptions) {
-    this.#socket = socket;
-    this.#onRawFrame = opts.onRawFrame;
-    this.#closed = new Promise((r) => (this.#resolveClosed = r));
-    this.#decoder = new FrameDecoder(
-      {
-        onFrame: (id, flags, body) => this.#onFrame(id, flags, body),
-        onOversize: (id, len) => this.#teardown(new ConnectionClosedError(`daemon sent a ${len}-byte body for request ${id}, above maxBodyBytes`)),
-      },
-      opts.maxBodyBytes ?? 256 * 1024 * 1024,
-    );
-    socket.on('data', (chunk: Buffer) => this.#decoder.push(chunk));
-    socket.on('error', (err) => {
-      this.#closedWith ??= err;
-    });
-    socket.on('close', () => this.#teardown(this.#closedWith));
+  private constructor(conn: Connection) {
+    this.#conn = conn;
   }
 
   /** Connects; with no options, to the local daemon's Unix socket (see resolveConnectOptions). */
   static async connect(given: ConnectOptions = {}): Promise<AgentdClient> {
-    const opts = resolveConnectOptions(given);
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = opts.path !== undefined ? createConnection(opts.path) : createConnection({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 6688 });
-      const timer = setTimeout(() => {
-        s.destroy();
-        reject(new ConnectionClosedError(`connect timed out after ${opts.connectTimeoutMs ?? 5000} ms`));
-      }, opts.connectTimeoutMs ?? 5000);
-      s.once('connect', () => {
-        clearTimeout(timer);
-        s.removeAllListeners('error');
-        resolve(s);
-      });
-      s.once('error', (err) => {
-        clearTimeout(timer);
-        reject(new ConnectionClosedError(`cannot connect to agentd at ${opts.path ?? `${opts.host ?? '127.0.0.1'}:${opts.port ?? 6688}`}: ${err.message}`, { cause: err }));
-      });
-    });
-    socket.setNoDelay(true);
-    const client = new AgentdClient(socket, opts);
-    if (opts.token !== undefined) {
-      try {
-        await client.request('auth', { token: opts.token });
-      } catch (err) {
-        client.close();
-        throw err;
-      }
-    }
-    return client;
+    return new AgentdClient(await Connection.open(resolveConnectOptions(given)));
   }
 
   /** Resolves with the error that closed the connection, or undefined; never rejects. */
   closed(): Promise<Error | undefined> {
-    return this.#closed;
+    return this.#conn.closed();
   }
 
   get isClosed(): boolean {
-    return this.#isClosed;
+    return this.#conn.isClosed;
   }
 
   /** Requests sent and not yet finished. */
   get pending(): number {
-    return this.#pending.size;
+    return this.#conn.pending;
   }
 
   /** Closes now: open requests fail with ConnectionClosedError. Idempotent. */
   close(): Promise<void> {
-    this.#socket.destroy();
-    return this.#closed.then(() => undefined);
+    return this.#conn.close();
   }
 
   /** Refuses new requests, waits for open ones to finish, then closes. */
-  async drain(): Promise<void> {
-    this.#draining = true;
-    if (this.#pending.size > 0 && !this.#isClosed) await new Promise<void>((resolve) => (this.#drained = resolve));
-    await this.close();
+  drain(): Promise<void> {
+    return this.#conn.drain();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -163,29 +78,17 @@ export class AgentdClient {
   /** Sends one request-response operation; resolves with the reply body (a one-key map). */
   request(op: string, args: Body = {}): Promise<Body> {
     const stack = new Error(`agentd request "${op}"`); // made now, so a failure names the caller
-    return new Promise<Body>((resolve, reject) => {
-      const id = this.#send({ [op]: args });
-      if (typeof id !== 'number') return reject(id);
-      this.#pending.set(id, { kind: 'rr', resolve, reject, stack });
-    });
+    return this.#conn.request(op, args, stack);
   }
 
   /** Sends a streaming operation; iterates its reply bodies until LAST. An `error` reply is thrown. */
-  openStream(op: string, args: Body = {}, onBreak?: (id: number) => void): QueuedIterator<Body> & { id: number } {
-    let id = -1;
+  openStream(op: string, args: Body = {}, onBreak?: (id: number) => void): ReplyStream {
+    const conn = this.#conn;
     const iter = new QueuedIterator<Body>(() => {
-      const p = this.#pending.get(id);
-      if (p?.kind === 'stream') p.discard = true; // keep swallowing frames until LAST
-      onBreak?.(id);
-    }) as QueuedIterator<Body> & { id: number };
-    const sent = this.#send({ [op]: args });
-    if (typeof sent !== 'number') {
-      iter.fail(sent);
-    } else {
-      id = sent;
-      this.#pending.set(id, { kind: 'stream', iter, discard: false });
-    }
-    iter.id = id;
+      conn.discard(iter.id); // keep swallowing frames until LAST
+      onBreak?.(iter.id);
+    }) as ReplyStream;
+    iter.id = conn.openStream(op, args, iter);
     return iter;
   }
 
@@ -382,80 +285,6 @@ export class AgentdClient {
 
   /** Writes a raw frame as is (protocol tests). */
   writeRaw(bytes: Uint8Array): void {
-    this.#socket.write(bytes);
-  }
-
-  #allocId(): number {
-    for (;;) {
-      const id = this.#nextId;
-      this.#nextId = (this.#nextId + 1) >>> 0;
-      if (!this.#pending.has(id)) return id;
-    }
-  }
-
-  #send(body: Body): number | Error {
-    if (this.#isClosed) return new ConnectionClosedError('the connection is closed', { cause: this.#closedWith });
-    if (this.#draining) return new ConnectionClosedError('the client is draining and takes no new requests');
-    const id = this.#allocId();
-    if (!this.#corked) {
-      // Coalesce every request made in this tick into one write.
-      this.#corked = true;
-      this.#socket.cork();
-      process.nextTick(() => {
-        this.#corked = false;
-        this.#socket.uncork();
-      });
-    }
-    this.#socket.write(encodeFrame(id, 0, encodeBody(body)));
-    return id;
-  }
-
-  #onFrame(id: number, flags: number, raw: Uint8Array): void {
-    this.#onRawFrame?.(id, flags, raw);
-    const p = this.#pending.get(id);
-    if (p === undefined) return;
-    const last = (flags & FLAG_LAST) !== 0;
-    if (last) {
-      this.#pending.delete(id);
-      if (this.#pending.size === 0) this.#drained?.();
-    }
-    let body: Body;
-    try {
-      const v = decodeBody(raw);
-      if (!isPlainMap(v)) throw new Error('reply body is not a map');
-      body = v;
-    } catch (err) {
-      const e = new AgentdError(Code.Internal, `undecodable reply: ${(err as Error).message}`);
-      if (p.kind === 'rr') p.reject(e);
-      else p.iter.fail(e);
-      return;
-    }
-    const err = wireError(body);
-    if (p.kind === 'rr') {
-      if (err !== null) {
-        err.stack = `${err.stack ?? ''}\n    --- request made at ---\n${p.stack.stack ?? ''}`;
-        p.reject(err);
-      } else p.resolve(body);
-      return;
-    }
-    if (p.discard) return;
-    if (err !== null) return p.iter.fail(err);
-    p.iter.push(body);
-    if (last) p.iter.end();
-  }
-
-  #teardown(err: Error | undefined): void {
-    if (this.#isClosed) return;
-    this.#isClosed = true;
-    this.#decoder.stop();
-    this.#socket.destroy();
-    const lost = new ConnectionClosedError('the connection to agentd closed', err === undefined ? undefined : { cause: err });
-    for (const p of this.#pending.values()) {
-      if (p.kind === 'rr') p.reject(lost);
-      else if (!p.discard) p.iter.fail(lost);
-    }
-    this.#pending.clear();
-    this.#drained?.();
-    this.#resolveClosed(err);
+    this.#conn.writeRaw(bytes);
   }
 }

@@ -17,6 +17,7 @@ import { isPlainMap } from '../shared/args.ts';
 import type * as W from '../shared/wire/ops.ts';
 import { REPLY_VARIANT, type ArgsOf, type OperationName, type ReplyOf } from '../shared/wire/ops.ts';
 import { resolveConnectOptions, type ConnectOptions } from './connect-options.ts';
+import { toAgentEvent, toStreamEvent, type AgentEvent } from './agent-events.ts';
 import { Connection, type Body, type ReplyStream } from './connection.ts';
 import { ConnectionClosedError } from './errors.ts';
 import { QueuedIterator } from './queued-iterator.ts';
@@ -25,6 +26,7 @@ export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
 export type * from '../shared/wire/ops.ts';
 export type { Body, ConnectOptions };
+export type { AgentEvent, AgentEventType } from './agent-events.ts';
 
 /** Options of a turn (`stream`, and the subset `send` takes). */
 export type TurnOptions = Omit<W.StreamArgs, 'agent' | 'content'>;
@@ -105,10 +107,8 @@ export class AgentdClient {
   /** Streams a turn: yields its events, ending with `end`. Breaking out does not cancel the turn (use kill). */
   async *stream(agent: string, content: string, opts: TurnOptions = {}): AsyncGenerator<W.StreamEvent> {
     for await (const body of this.openStream('stream', { agent, content, ...opts })) {
-      const ev = body.stream;
-      if (!isPlainMap(ev)) continue;
-      const type = Object.keys(ev)[0]!;
-      yield { type, ...(ev[type] as Body) } as W.StreamEvent;
+      const ev = toStreamEvent(body);
+      if (ev !== null) yield ev;
     }
   }
 
@@ -153,16 +153,18 @@ export class AgentdClient {
 
   /**
    * Watches the agent event stream (every turn in the daemon, or one agent's).
+   * Each event's name is its `type`, as for stream(); on the wire it is `kind`.
    * The request is written at once: a `ping` on this client afterwards is a
    * barrier after which no turn is missed. Breaking out of the loop sends `close`.
    */
-  events(agent?: string): AsyncGenerator<W.AgentEvent> {
+  events(agent?: string): AsyncGenerator<AgentEvent> {
     const it = this.openStream('subscribe_events', agent === undefined ? {} : { agent }, (id) => {
       this.closeEvents(id).catch(() => {}); // the connection may be closing anyway
     });
     return (async function* () {
       for await (const body of it) {
-        if (isPlainMap(body.agent_event)) yield body.agent_event as unknown as W.AgentEvent;
+        const ev = toAgentEvent(body);
+        if (ev !== null) yield ev;
       }
     })();
   }

@@ -10,8 +10,11 @@
  * Lifecycle (after nats.js): `connect()` resolves once open (and
  * authenticated on TCP); `closed()` resolves with the error that closed it,
  * or undefined, and never rejects; `close()` is immediate and idempotent;
- * `drain()` lets open requests finish first.
+ * `drain()` lets open requests finish first. With `reconnect: true` a lost
+ * connection is opened again by the next call, and the client is closed
+ * only by close() or drain().
  */
+import { randomUUID } from 'node:crypto';
 import { AgentdError, Code } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
 import type * as W from '../shared/wire/ops.ts';
@@ -21,6 +24,7 @@ import { toAgentEvent, toStreamEvent, type AgentEvent } from './agent-events.ts'
 import { Connection, type Body, type ReplyStream } from './connection.ts';
 import { ConnectionClosedError } from './errors.ts';
 import { QueuedIterator } from './queued-iterator.ts';
+import { checkRetryOptions, isRetryable, withRetry, type RetryOptions } from './retry.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
@@ -30,32 +34,52 @@ export type { AgentEvent, AgentEventType } from './agent-events.ts';
 
 /** Options of a turn (`stream`, and the subset `send` takes). */
 export type TurnOptions = Omit<W.StreamArgs, 'agent' | 'content'>;
-export type SendOptions = Omit<W.SendArgs, 'agent' | 'content'>;
+/** `retry`: how to retry a 503 or a lost connection (default: the client's `retry` option; false: not at all). */
+export type SendOptions = Omit<W.SendArgs, 'agent' | 'content'> & { retry?: RetryOptions | false };
 export type SearchOptions = Omit<W.SearchArgs, 'query'>;
+
+/** Ends a subscription when its consumer leaves, on the connection it was made on (ids are per connection). */
+function closeOn(id: number, conn: Connection): void {
+  if (conn.isClosed) return; // the subscription ended with it
+  conn.request('close', { request: id }, new Error('agentd request "close"')).catch(() => {}); // the connection may be closing anyway
+}
 
 function withSender<T extends object>(args: T, sender: string | undefined): T & { sender?: string } {
   return sender === undefined ? args : { ...args, sender };
 }
 
 export class AgentdClient {
-  readonly #conn: Connection;
+  readonly #opts: ConnectOptions;
+  #conn: Connection;
+  /** The connection being opened again after a loss, which calls made meanwhile wait for. */
+  #reconnecting: Promise<Connection> | null = null;
+  /** close() or drain() was called: no more connections. */
+  #ended = false;
+  readonly #closed: Promise<Error | undefined>;
+  #resolveClosed!: (err: Error | undefined) => void;
 
-  private constructor(conn: Connection) {
+  private constructor(conn: Connection, opts: ConnectOptions) {
     this.#conn = conn;
+    this.#opts = opts;
+    this.#closed = new Promise((r) => (this.#resolveClosed = r));
+    if (opts.reconnect !== true) void conn.closed().then(this.#resolveClosed);
   }
 
   /** Connects; with no options, to the local daemon's Unix socket (see resolveConnectOptions). */
   static async connect(given: ConnectOptions = {}): Promise<AgentdClient> {
-    return new AgentdClient(await Connection.open(resolveConnectOptions(given)));
+    if (given.retry !== undefined) checkRetryOptions(given.retry);
+    const opts = resolveConnectOptions(given);
+    return new AgentdClient(await Connection.open(opts), opts);
   }
 
-  /** Resolves with the error that closed the connection, or undefined; never rejects. */
+  /** Resolves with the error that closed the client, or undefined; never rejects. */
   closed(): Promise<Error | undefined> {
-    return this.#conn.closed();
+    return this.#closed;
   }
 
+  /** True once the client takes no more requests (with `reconnect`, only after close() or drain()). */
   get isClosed(): boolean {
-    return this.#conn.isClosed;
+    return this.#conn.isClosed && (this.#ended || this.#opts.reconnect !== true);
   }
 
   /** Requests sent and not yet finished. */
@@ -65,12 +89,14 @@ export class AgentdClient {
 
   /** Closes now: open requests fail with ConnectionClosedError. Idempotent. */
   close(): Promise<void> {
-    return this.#conn.close();
+    this.#ended = true;
+    return this.#settle(this.#conn.close());
   }
 
   /** Refuses new requests, waits for open ones to finish, then closes. */
   drain(): Promise<void> {
-    return this.#conn.drain();
+    this.#ended = true;
+    return this.#settle(this.#conn.drain());
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -80,18 +106,13 @@ export class AgentdClient {
   /** Sends one request-response operation; resolves with the reply body (a one-key map). */
   request(op: string, args: Body = {}): Promise<Body> {
     const stack = new Error(`agentd request "${op}"`); // made now, so a failure names the caller
-    return this.#conn.request(op, args, stack);
+    const live = this.#live();
+    return live instanceof Connection ? live.request(op, args, stack) : live.then((conn) => conn.request(op, args, stack));
   }
 
   /** Sends a streaming operation; iterates its reply bodies until LAST. An `error` reply is thrown. */
   openStream(op: string, args: Body = {}, onBreak?: (id: number) => void): ReplyStream {
-    const conn = this.#conn;
-    const iter = new QueuedIterator<Body>(() => {
-      conn.discard(iter.id); // keep swallowing frames until LAST
-      onBreak?.(iter.id);
-    }) as ReplyStream;
-    iter.id = conn.openStream(op, args, iter);
-    return iter;
+    return this.#openStream(op, args, (id) => onBreak?.(id));
   }
 
   /** Sends operation `op` and resolves with its reply variant's value, typed (PROTOCOL §4). */
@@ -112,9 +133,17 @@ export class AgentdClient {
     }
   }
 
-  /** Runs a turn and resolves with its final text; a failed turn rejects (500), a cancelled one too (499). */
+  /**
+   * Runs a turn and resolves with its final text; a failed turn rejects (500), a cancelled one too (499).
+   * With `retry` (here or the client's), a 503 or a lost connection is retried under the same
+   * `turn_id` (one is made when none is given), so the daemon replays a turn it already ran.
+   */
   send(agent: string, content: string, opts: SendOptions = {}): Promise<W.SendResponse> {
-    return this.call('send', { agent, content, ...opts });
+    const { retry = this.#opts.retry, ...turn } = opts;
+    if (retry === undefined || retry === false) return this.call('send', { agent, content, ...turn });
+    const args = { agent, content, ...turn, turn_id: turn.turn_id || randomUUID() };
+    // A lost connection is worth retrying only when the next call can connect again.
+    return withRetry(() => this.call('send', args), retry, (err) => isRetryable(err) && !this.isClosed);
   }
 
   /** Cancels the pair's running turn and everything queued behind it. */
@@ -158,9 +187,7 @@ export class AgentdClient {
    * barrier after which no turn is missed. Breaking out of the loop sends `close`.
    */
   events(agent?: string): AsyncGenerator<AgentEvent> {
-    const it = this.openStream('subscribe_events', agent === undefined ? {} : { agent }, (id) => {
-      this.closeEvents(id).catch(() => {}); // the connection may be closing anyway
-    });
+    const it = this.#openStream('subscribe_events', agent === undefined ? {} : { agent }, closeOn);
     return (async function* () {
       for await (const body of it) {
         const ev = toAgentEvent(body);
@@ -274,19 +301,65 @@ export class AgentdClient {
    * `closeEvents(stream.requestId)` ends it from outside the loop.
    */
   mcpEvents(agent?: string): AsyncGenerator<W.McpEvent> & { readonly requestId: number } {
-    const it = this.openStream('subscribe_mcp_events', agent === undefined ? {} : { agent }, (id) => {
-      this.closeEvents(id).catch(() => {}); // the connection may be closing anyway
-    });
+    const it = this.#openStream('subscribe_mcp_events', agent === undefined ? {} : { agent }, closeOn);
     const gen = (async function* () {
       for await (const body of it) {
         if (isPlainMap(body.mcp_event)) yield body.mcp_event as unknown as W.McpEvent;
       }
     })();
-    return Object.assign(gen, { requestId: it.id });
+    // A getter: while the client reconnects, the request is sent (and has its id) a moment later.
+    return Object.defineProperty(gen, 'requestId', { get: () => it.id }) as AsyncGenerator<W.McpEvent> & { readonly requestId: number };
   }
 
   /** Writes a raw frame as is (protocol tests). */
   writeRaw(bytes: Uint8Array): void {
     this.#conn.writeRaw(bytes);
+  }
+
+  /** The connection to send on now: the open one, or (with `reconnect`, after a loss) the one being opened. */
+  #live(): Connection | Promise<Connection> {
+    if (!this.#conn.isClosed || this.#ended || this.#opts.reconnect !== true) return this.#conn;
+    return (this.#reconnecting ??= this.#reopen());
+  }
+
+  async #reopen(): Promise<Connection> {
+    try {
+      const conn = await Connection.open(this.#opts);
+      if (this.#ended) {
+        void conn.close();
+        throw new ConnectionClosedError('the client was closed while it reconnected');
+      }
+      this.#conn = conn;
+      return conn;
+    } finally {
+      this.#reconnecting = null;
+    }
+  }
+
+  /** `onBreak` gets the connection the stream was sent on, which a reconnect may since have replaced. */
+  #openStream(op: string, args: Body, onBreak: (id: number, conn: Connection) => void): ReplyStream {
+    let sentOn: Connection | null = null;
+    let left = false;
+    const iter = new QueuedIterator<Body>(() => {
+      left = true;
+      if (sentOn === null || iter.id < 0) return;
+      sentOn.discard(iter.id); // keep swallowing frames until LAST
+      onBreak(iter.id, sentOn);
+    }) as ReplyStream;
+    iter.id = -1;
+    const start = (conn: Connection): void => {
+      if (left) return; // the consumer left before it could be sent
+      sentOn = conn;
+      iter.id = conn.openStream(op, args, iter);
+    };
+    const live = this.#live();
+    if (live instanceof Connection) start(live);
+    else live.then(start, (err: Error) => iter.fail(err));
+    return iter;
+  }
+
+  async #settle(closing: Promise<void>): Promise<void> {
+    await closing;
+    this.#resolveClosed(await this.#conn.closed());
   }
 }

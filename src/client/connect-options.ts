@@ -4,6 +4,7 @@
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import type { RetryOptions } from './retry.ts';
 import { readLocalToken } from './token-file.ts';
 
 export interface ConnectOptions {
@@ -19,6 +20,14 @@ export interface ConnectOptions {
   connectTimeoutMs?: number;
   /** Largest reply body accepted, in bytes; default 256 MiB. */
   maxBodyBytes?: number;
+  /**
+   * After a lost connection, the next call connects (and authenticates) again
+   * instead of failing; requests open at the loss still fail with
+   * ConnectionClosedError. Default false: a lost connection closes the client.
+   */
+  reconnect?: boolean;
+  /** How `send` retries a 503 or a lost connection unless told otherwise per call; default: no retry. */
+  retry?: RetryOptions;
   /** Sees every frame's raw body before it is decoded (for protocol tests and debugging). */
   onRawFrame?: (id: number, flags: number, body: Uint8Array) => void;
 }

@@ -1,3 +1,5 @@
+/// <reference types="node" preserve="true" />
+// The declarations use Node's types (sockets, NodeJS.ProcessEnv): a project with TypeScript's default `types` gets them too.
 export * from './client.ts';
 export { defaultHome, resolveConnectOptions } from './connect-options.ts';
 export { QueuedIterator } from './queued-iterator.ts';

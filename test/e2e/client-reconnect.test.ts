@@ -10,6 +10,9 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { AgentdClient, CONNECTION_CLOSED, ConnectionClosedError, type ConnectOptions, type RetryFailure } from '../../src/client/index.ts';
 import { cleanup, startDaemon, testClient, testDaemon, waitRunning, type Daemon } from '../helpers/daemon.ts';
 
+/** Tests that start a daemon twice: each start may take 45 s on a loaded machine (test/helpers/daemon.ts). */
+const TWO_STARTS_MS = 180_000;
+
 const CONFIG = { agents: { assistant: { model: 'echo' }, slow: { model: 'echo', echo: { delay_ms: 400 } } } };
 
 let shared: Daemon;
@@ -86,7 +89,7 @@ describe('reconnect', () => {
     expect(c.isClosed).toBe(true);
     expect(await c.closed()).toBeUndefined();
     await expect(c.ping()).rejects.toBeInstanceOf(ConnectionClosedError);
-  });
+  }, TWO_STARTS_MS);
 
   it('a client without reconnect stays closed after a loss, and send does not retry it', async () => {
     const { c, through } = await proxiedClient();
@@ -135,7 +138,7 @@ describe('send with retry', () => {
     // The same turn_id again is answered from storage.
     expect(await c.send('assistant', 'after a restart', { sender: 'restart', turn_id: 'fixed', retry: { attempts: 1 } })).not.toHaveProperty('replayed');
     expect(await c.send('assistant', 'after a restart', { sender: 'restart', turn_id: 'fixed' })).toMatchObject({ replayed: true });
-  });
+  }, TWO_STARTS_MS);
 
   it("gives up after the client's attempts, waiting longer each time", async () => {
     const seen: RetryFailure[] = [];

@@ -1,159 +1,102 @@
 /**
- * The agentd client: one connection, any number of requests in flight.
+ * The agentd client: one typed method per operation (docs/PROTOCOL.md §4)
+ * over one connection, any number of requests in flight.
  *
  *   const c = await AgentdClient.connect(); // $AGENTD_HOME/run/agentd.sock, else ~/.agentd/run/agentd.sock
  *   for await (const ev of c.stream('assistant', 'hello')) if (ev.type === 'chunk') process.stdout.write(ev.content);
- *   const agents = await c.listAgents(); // one typed method per operation (docs/PROTOCOL.md §4)
+ *   const agents = await c.listAgents();
  *   await c.close();
  *
  * Lifecycle (after nats.js): `connect()` resolves once open (and
  * authenticated on TCP); `closed()` resolves with the error that closed it,
  * or undefined, and never rejects; `close()` is immediate and idempotent;
- * `drain()` lets open requests finish first.
+ * `drain()` lets open requests finish first. With `reconnect: true` a lost
+ * connection is opened again by the next call, and the client is closed
+ * only by close() or drain().
  */
-import { createConnection, type Socket } from 'node:net';
-import { AgentdError, isCode, Code } from '../shared/errors.ts';
-import { decodeBody, encodeBody, encodeFrame, FLAG_LAST, FrameDecoder } from '../shared/codec.ts';
+import { randomUUID } from 'node:crypto';
+import { AgentdError, Code } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
 import type * as W from '../shared/wire/ops.ts';
 import { REPLY_VARIANT, type ArgsOf, type OperationName, type ReplyOf } from '../shared/wire/ops.ts';
-import { resolveConnectOptions } from './connect-options.ts';
+import { resolveConnectOptions, type ConnectOptions } from './connect-options.ts';
+import { toAgentEvent, toStreamEvent, type AgentEvent } from './agent-events.ts';
+import { Connection, type Body, type ReplyStream } from './connection.ts';
 import { ConnectionClosedError } from './errors.ts';
 import { QueuedIterator } from './queued-iterator.ts';
+import { checkRetryOptions, isRetryable, withRetry, type RetryOptions } from './retry.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
 export type * from '../shared/wire/ops.ts';
-
-export interface ConnectOptions {
-  /** Unix socket path. With neither `path` nor `host`/`port`: `<home>/run/agentd.sock`. */
-  path?: string;
-  /** The daemon's home: its socket is found there, and over TCP without `token` its token file; default `$AGENTD_HOME`, else `~/.agentd`. */
-  home?: string;
-  host?: string;
-  port?: number;
-  /** Sent as `auth` first on TCP. */
-  token?: string;
-  /** Default 5000. */
-  connectTimeoutMs?: number;
-  /** Largest reply body accepted, in bytes; default 256 MiB. */
-  maxBodyBytes?: number;
-  /** Sees every frame's raw body before it is decoded (for protocol tests and debugging). */
-  onRawFrame?: (id: number, flags: number, body: Uint8Array) => void;
-}
-
-export type Body = Record<string, unknown>;
+export type { Body, ConnectOptions };
+export type { AgentEvent, AgentEventType } from './agent-events.ts';
 
 /** Options of a turn (`stream`, and the subset `send` takes). */
 export type TurnOptions = Omit<W.StreamArgs, 'agent' | 'content'>;
-export type SendOptions = Omit<W.SendArgs, 'agent' | 'content'>;
+/** `retry`: how to retry a 503 or a lost connection (default: the client's `retry` option; false: not at all). */
+export type SendOptions = Omit<W.SendArgs, 'agent' | 'content'> & { retry?: RetryOptions | false };
 export type SearchOptions = Omit<W.SearchArgs, 'query'>;
 
-type Pending =
-  | { kind: 'rr'; resolve(body: Body): void; reject(err: Error): void; stack: Error }
-  | { kind: 'stream'; iter: QueuedIterator<Body>; discard: boolean };
+/** Ends a subscription when its consumer leaves, on the connection it was made on (ids are per connection). */
+function closeOn(id: number, conn: Connection): void {
+  if (conn.isClosed) return; // the subscription ended with it
+  conn.request('close', { request: id }, new Error('agentd request "close"')).catch(() => {}); // the connection may be closing anyway
+}
 
 function withSender<T extends object>(args: T, sender: string | undefined): T & { sender?: string } {
   return sender === undefined ? args : { ...args, sender };
 }
 
-function wireError(body: Body): AgentdError | null {
-  const e = body.error;
-  if (!isPlainMap(e)) return null;
-  const code = isCode(e.code) ? e.code : Code.Internal;
-  return new AgentdError(code, typeof e.message === 'string' ? e.message : 'unknown error');
-}
-
 export class AgentdClient {
-  readonly #socket: Socket;
-  readonly #decoder: FrameDecoder;
-  readonly #pending = new Map<number, Pending>();
-  readonly #onRawFrame: ConnectOptions['onRawFrame'];
-  #nextId = 1;
-  #corked = false;
-  #closedWith: Error | undefined = undefined;
-  #isClosed = false;
-  #draining = false;
-  /** Resolves drain() once the last open request finished (or the connection closed). */
-  #drained: (() => void) | null = null;
+  readonly #opts: ConnectOptions;
+  #conn: Connection;
+  /** The connection being opened again after a loss, which calls made meanwhile wait for. */
+  #reconnecting: Promise<Connection> | null = null;
+  /** close() or drain() was called: no more connections. */
+  #ended = false;
   readonly #closed: Promise<Error | undefined>;
   #resolveClosed!: (err: Error | undefined) => void;
 
-  private constructor(socket: Socket, opts: ConnectOptions) {
-    this.#socket = socket;
-    this.#onRawFrame = opts.onRawFrame;
+  private constructor(conn: Connection, opts: ConnectOptions) {
+    this.#conn = conn;
+    this.#opts = opts;
     this.#closed = new Promise((r) => (this.#resolveClosed = r));
-    this.#decoder = new FrameDecoder(
-      {
-        onFrame: (id, flags, body) => this.#onFrame(id, flags, body),
-        onOversize: (id, len) => this.#teardown(new ConnectionClosedError(`daemon sent a ${len}-byte body for request ${id}, above maxBodyBytes`)),
-      },
-      opts.maxBodyBytes ?? 256 * 1024 * 1024,
-    );
-    socket.on('data', (chunk: Buffer) => this.#decoder.push(chunk));
-    socket.on('error', (err) => {
-      this.#closedWith ??= err;
-    });
-    socket.on('close', () => this.#teardown(this.#closedWith));
+    if (opts.reconnect !== true) void conn.closed().then(this.#resolveClosed);
   }
 
   /** Connects; with no options, to the local daemon's Unix socket (see resolveConnectOptions). */
   static async connect(given: ConnectOptions = {}): Promise<AgentdClient> {
+    if (given.retry !== undefined) checkRetryOptions(given.retry);
     const opts = resolveConnectOptions(given);
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = opts.path !== undefined ? createConnection(opts.path) : createConnection({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 6688 });
-      const timer = setTimeout(() => {
-        s.destroy();
-        reject(new ConnectionClosedError(`connect timed out after ${opts.connectTimeoutMs ?? 5000} ms`));
-      }, opts.connectTimeoutMs ?? 5000);
-      s.once('connect', () => {
-        clearTimeout(timer);
-        s.removeAllListeners('error');
-        resolve(s);
-      });
-      s.once('error', (err) => {
-        clearTimeout(timer);
-        reject(new ConnectionClosedError(`cannot connect to agentd at ${opts.path ?? `${opts.host ?? '127.0.0.1'}:${opts.port ?? 6688}`}: ${err.message}`, { cause: err }));
-      });
-    });
-    socket.setNoDelay(true);
-    const client = new AgentdClient(socket, opts);
-    if (opts.token !== undefined) {
-      try {
-        await client.request('auth', { token: opts.token });
-      } catch (err) {
-        client.close();
-        throw err;
-      }
-    }
-    return client;
+    return new AgentdClient(await Connection.open(opts), opts);
   }
 
-  /** Resolves with the error that closed the connection, or undefined; never rejects. */
+  /** Resolves with the error that closed the client, or undefined; never rejects. */
   closed(): Promise<Error | undefined> {
     return this.#closed;
   }
 
+  /** True once the client takes no more requests (with `reconnect`, only after close() or drain()). */
   get isClosed(): boolean {
-    return this.#isClosed;
+    return this.#conn.isClosed && (this.#ended || this.#opts.reconnect !== true);
   }
 
   /** Requests sent and not yet finished. */
   get pending(): number {
-    return this.#pending.size;
+    return this.#conn.pending;
   }
 
   /** Closes now: open requests fail with ConnectionClosedError. Idempotent. */
   close(): Promise<void> {
-    this.#socket.destroy();
-    return this.#closed.then(() => undefined);
+    this.#ended = true;
+    return this.#settle(this.#conn.close());
   }
 
   /** Refuses new requests, waits for open ones to finish, then closes. */
-  async drain(): Promise<void> {
-    this.#draining = true;
-    if (this.#pending.size > 0 && !this.#isClosed) await new Promise<void>((resolve) => (this.#drained = resolve));
-    await this.close();
+  drain(): Promise<void> {
+    this.#ended = true;
+    return this.#settle(this.#conn.drain());
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -163,30 +106,13 @@ export class AgentdClient {
   /** Sends one request-response operation; resolves with the reply body (a one-key map). */
   request(op: string, args: Body = {}): Promise<Body> {
     const stack = new Error(`agentd request "${op}"`); // made now, so a failure names the caller
-    return new Promise<Body>((resolve, reject) => {
-      const id = this.#send({ [op]: args });
-      if (typeof id !== 'number') return reject(id);
-      this.#pending.set(id, { kind: 'rr', resolve, reject, stack });
-    });
+    const live = this.#live();
+    return live instanceof Connection ? live.request(op, args, stack) : live.then((conn) => conn.request(op, args, stack));
   }
 
   /** Sends a streaming operation; iterates its reply bodies until LAST. An `error` reply is thrown. */
-  openStream(op: string, args: Body = {}, onBreak?: (id: number) => void): QueuedIterator<Body> & { id: number } {
-    let id = -1;
-    const iter = new QueuedIterator<Body>(() => {
-      const p = this.#pending.get(id);
-      if (p?.kind === 'stream') p.discard = true; // keep swallowing frames until LAST
-      onBreak?.(id);
-    }) as QueuedIterator<Body> & { id: number };
-    const sent = this.#send({ [op]: args });
-    if (typeof sent !== 'number') {
-      iter.fail(sent);
-    } else {
-      id = sent;
-      this.#pending.set(id, { kind: 'stream', iter, discard: false });
-    }
-    iter.id = id;
-    return iter;
+  openStream(op: string, args: Body = {}, onBreak?: (id: number) => void): ReplyStream {
+    return this.#openStream(op, args, (id) => onBreak?.(id));
   }
 
   /** Sends operation `op` and resolves with its reply variant's value, typed (PROTOCOL §4). */
@@ -202,16 +128,22 @@ export class AgentdClient {
   /** Streams a turn: yields its events, ending with `end`. Breaking out does not cancel the turn (use kill). */
   async *stream(agent: string, content: string, opts: TurnOptions = {}): AsyncGenerator<W.StreamEvent> {
     for await (const body of this.openStream('stream', { agent, content, ...opts })) {
-      const ev = body.stream;
-      if (!isPlainMap(ev)) continue;
-      const type = Object.keys(ev)[0]!;
-      yield { type, ...(ev[type] as Body) } as W.StreamEvent;
+      const ev = toStreamEvent(body);
+      if (ev !== null) yield ev;
     }
   }
 
-  /** Runs a turn and resolves with its final text; a failed turn rejects (500), a cancelled one too (499). */
+  /**
+   * Runs a turn and resolves with its final text; a failed turn rejects (500), a cancelled one too (499).
+   * With `retry` (here or the client's), a 503 or a lost connection is retried under the same
+   * `turn_id` (one is made when none is given), so the daemon replays a turn it already ran.
+   */
   send(agent: string, content: string, opts: SendOptions = {}): Promise<W.SendResponse> {
-    return this.call('send', { agent, content, ...opts });
+    const { retry = this.#opts.retry, ...turn } = opts;
+    if (retry === undefined || retry === false) return this.call('send', { agent, content, ...turn });
+    const args = { agent, content, ...turn, turn_id: turn.turn_id || randomUUID() };
+    // A lost connection is worth retrying only when the next call can connect again.
+    return withRetry(() => this.call('send', args), retry, (err) => isRetryable(err) && !this.isClosed);
   }
 
   /** Cancels the pair's running turn and everything queued behind it. */
@@ -250,16 +182,16 @@ export class AgentdClient {
 
   /**
    * Watches the agent event stream (every turn in the daemon, or one agent's).
+   * Each event's name is its `type`, as for stream(); on the wire it is `kind`.
    * The request is written at once: a `ping` on this client afterwards is a
    * barrier after which no turn is missed. Breaking out of the loop sends `close`.
    */
-  events(agent?: string): AsyncGenerator<W.AgentEvent> {
-    const it = this.openStream('subscribe_events', agent === undefined ? {} : { agent }, (id) => {
-      this.closeEvents(id).catch(() => {}); // the connection may be closing anyway
-    });
+  events(agent?: string): AsyncGenerator<AgentEvent> {
+    const it = this.#openStream('subscribe_events', agent === undefined ? {} : { agent }, closeOn);
     return (async function* () {
       for await (const body of it) {
-        if (isPlainMap(body.agent_event)) yield body.agent_event as unknown as W.AgentEvent;
+        const ev = toAgentEvent(body);
+        if (ev !== null) yield ev;
       }
     })();
   }
@@ -369,93 +301,65 @@ export class AgentdClient {
    * `closeEvents(stream.requestId)` ends it from outside the loop.
    */
   mcpEvents(agent?: string): AsyncGenerator<W.McpEvent> & { readonly requestId: number } {
-    const it = this.openStream('subscribe_mcp_events', agent === undefined ? {} : { agent }, (id) => {
-      this.closeEvents(id).catch(() => {}); // the connection may be closing anyway
-    });
+    const it = this.#openStream('subscribe_mcp_events', agent === undefined ? {} : { agent }, closeOn);
     const gen = (async function* () {
       for await (const body of it) {
         if (isPlainMap(body.mcp_event)) yield body.mcp_event as unknown as W.McpEvent;
       }
     })();
-    return Object.assign(gen, { requestId: it.id });
+    // A getter: while the client reconnects, the request is sent (and has its id) a moment later.
+    return Object.defineProperty(gen, 'requestId', { get: () => it.id }) as AsyncGenerator<W.McpEvent> & { readonly requestId: number };
   }
 
   /** Writes a raw frame as is (protocol tests). */
   writeRaw(bytes: Uint8Array): void {
-    this.#socket.write(bytes);
+    this.#conn.writeRaw(bytes);
   }
 
-  #allocId(): number {
-    for (;;) {
-      const id = this.#nextId;
-      this.#nextId = (this.#nextId + 1) >>> 0;
-      if (!this.#pending.has(id)) return id;
-    }
+  /** The connection to send on now: the open one, or (with `reconnect`, after a loss) the one being opened. */
+  #live(): Connection | Promise<Connection> {
+    if (!this.#conn.isClosed || this.#ended || this.#opts.reconnect !== true) return this.#conn;
+    return (this.#reconnecting ??= this.#reopen());
   }
 
-  #send(body: Body): number | Error {
-    if (this.#isClosed) return new ConnectionClosedError('the connection is closed', { cause: this.#closedWith });
-    if (this.#draining) return new ConnectionClosedError('the client is draining and takes no new requests');
-    const id = this.#allocId();
-    if (!this.#corked) {
-      // Coalesce every request made in this tick into one write.
-      this.#corked = true;
-      this.#socket.cork();
-      process.nextTick(() => {
-        this.#corked = false;
-        this.#socket.uncork();
-      });
-    }
-    this.#socket.write(encodeFrame(id, 0, encodeBody(body)));
-    return id;
-  }
-
-  #onFrame(id: number, flags: number, raw: Uint8Array): void {
-    this.#onRawFrame?.(id, flags, raw);
-    const p = this.#pending.get(id);
-    if (p === undefined) return;
-    const last = (flags & FLAG_LAST) !== 0;
-    if (last) {
-      this.#pending.delete(id);
-      if (this.#pending.size === 0) this.#drained?.();
-    }
-    let body: Body;
+  async #reopen(): Promise<Connection> {
     try {
-      const v = decodeBody(raw);
-      if (!isPlainMap(v)) throw new Error('reply body is not a map');
-      body = v;
-    } catch (err) {
-      const e = new AgentdError(Code.Internal, `undecodable reply: ${(err as Error).message}`);
-      if (p.kind === 'rr') p.reject(e);
-      else p.iter.fail(e);
-      return;
+      const conn = await Connection.open(this.#opts);
+      if (this.#ended) {
+        void conn.close();
+        throw new ConnectionClosedError('the client was closed while it reconnected');
+      }
+      this.#conn = conn;
+      return conn;
+    } finally {
+      this.#reconnecting = null;
     }
-    const err = wireError(body);
-    if (p.kind === 'rr') {
-      if (err !== null) {
-        err.stack = `${err.stack ?? ''}\n    --- request made at ---\n${p.stack.stack ?? ''}`;
-        p.reject(err);
-      } else p.resolve(body);
-      return;
-    }
-    if (p.discard) return;
-    if (err !== null) return p.iter.fail(err);
-    p.iter.push(body);
-    if (last) p.iter.end();
   }
 
-  #teardown(err: Error | undefined): void {
-    if (this.#isClosed) return;
-    this.#isClosed = true;
-    this.#decoder.stop();
-    this.#socket.destroy();
-    const lost = new ConnectionClosedError('the connection to agentd closed', err === undefined ? undefined : { cause: err });
-    for (const p of this.#pending.values()) {
-      if (p.kind === 'rr') p.reject(lost);
-      else if (!p.discard) p.iter.fail(lost);
-    }
-    this.#pending.clear();
-    this.#drained?.();
-    this.#resolveClosed(err);
+  /** `onBreak` gets the connection the stream was sent on, which a reconnect may since have replaced. */
+  #openStream(op: string, args: Body, onBreak: (id: number, conn: Connection) => void): ReplyStream {
+    let sentOn: Connection | null = null;
+    let left = false;
+    const iter = new QueuedIterator<Body>(() => {
+      left = true;
+      if (sentOn === null || iter.id < 0) return;
+      sentOn.discard(iter.id); // keep swallowing frames until LAST
+      onBreak(iter.id, sentOn);
+    }) as ReplyStream;
+    iter.id = -1;
+    const start = (conn: Connection): void => {
+      if (left) return; // the consumer left before it could be sent
+      sentOn = conn;
+      iter.id = conn.openStream(op, args, iter);
+    };
+    const live = this.#live();
+    if (live instanceof Connection) start(live);
+    else live.then(start, (err: Error) => iter.fail(err));
+    return iter;
+  }
+
+  async #settle(closing: Promise<void>): Promise<void> {
+    await closing;
+    this.#resolveClosed(await this.#conn.closed());
   }
 }

@@ -4,8 +4,33 @@
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { ConnectOptions } from './client.ts';
+import type { RetryOptions } from './retry.ts';
 import { readLocalToken } from './token-file.ts';
+
+export interface ConnectOptions {
+  /** Unix socket path. With neither `path` nor `host`/`port`: `<home>/run/agentd.sock`. */
+  path?: string;
+  /** The daemon's home: its socket is found there, and over TCP without `token` its token file; default `$AGENTD_HOME`, else `~/.agentd`. */
+  home?: string;
+  host?: string;
+  port?: number;
+  /** Sent as `auth` first on TCP. */
+  token?: string;
+  /** Default 5000. */
+  connectTimeoutMs?: number;
+  /** Largest reply body accepted, in bytes; default 256 MiB. */
+  maxBodyBytes?: number;
+  /**
+   * After a lost connection, the next call connects (and authenticates) again
+   * instead of failing; requests open at the loss still fail with
+   * ConnectionClosedError. Default false: a lost connection closes the client.
+   */
+  reconnect?: boolean;
+  /** How `send` retries a 503 or a lost connection unless told otherwise per call; default: no retry. */
+  retry?: RetryOptions;
+  /** Sees every frame's raw body before it is decoded (for protocol tests and debugging). */
+  onRawFrame?: (id: number, flags: number, body: Uint8Array) => void;
+}
 
 /** The daemon's home: `home`, else `$AGENTD_HOME`, else `~/.agentd`. */
 export function defaultHome(env: NodeJS.ProcessEnv = process.env): string {

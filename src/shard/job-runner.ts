@@ -84,18 +84,26 @@ export class JobRunner {
     for (const job of conv.queue.drain()) this.#cancelQueued(job, reason);
   }
 
-  /** Cancels every job of a connection: the running ones end themselves, queued ones end now. */
+  /**
+   * Cancels every job of a connection: the running ones end themselves, queued ones end now.
+   * A stored turn named by a turn_id runs on: its client said it would retry, and the retry replays it.
+   */
   cancelConnection(conn: number, reason: string): void {
     const jobs = this.#jobsByConn.get(conn);
     if (jobs === undefined) return;
     const convs = new Set<Conversation>();
     for (const job of jobs) {
+      if (this.#outlivesConnection(job)) continue;
       if (job.conv.running === job) job.cancel.cancel(reason);
       else convs.add(job.conv);
     }
     for (const conv of convs) {
-      for (const job of conv.queue.removeWhere((j) => j.req.conn === conn)) this.#cancelQueued(job, reason);
+      for (const job of conv.queue.removeWhere((j) => j.req.conn === conn && !this.#outlivesConnection(j))) this.#cancelQueued(job, reason);
     }
+  }
+
+  #outlivesConnection(job: Job): boolean {
+    return job.kind === 'turn' && job.req.turnId !== null && !job.conv.transient && this.#o.store !== null;
   }
 
   /** Cancels every open job (shutdown). */

@@ -19,9 +19,9 @@ describe('subscriptions', () => {
     expect(sub).toEqual({ id: expect.any(Number), source: 'deploy.done', target_agent: 'assistant', once: false });
     expect(await c.publish('deploy.done', 'build 42 shipped')).toBe(1);
     expect(await c.publish('deploy.other', 'nobody listens')).toBe(0);
-    await waitFor(() => seen.some((e) => e.kind === 'done'), 'the fired turn to finish');
+    await waitFor(() => seen.some((e) => e.type === 'done'), 'the fired turn to finish');
     const fired = seen.filter((e) => e.sender === 'event:deploy.done');
-    expect(fired.map((e) => e.kind)).toEqual(['text_start', 'text_delta', 'text_delta', 'text_delta', 'text_end', 'done']);
+    expect(fired.map((e) => e.type)).toEqual(['text_start', 'text_delta', 'text_delta', 'text_delta', 'text_end', 'done']);
     expect(fired.at(-1)).toMatchObject({ agent: 'assistant', content: 'build 42 shipped', ephemeral: false });
     expect(Date.parse(fired[0]!.timestamp)).not.toBeNaN();
     const h = await c.request('get_conversation_history', { agent: 'assistant', sender: 'event:deploy.done' });
@@ -48,7 +48,7 @@ describe('subscriptions', () => {
     expect(await c.publish('kick', 'ping pong')).toBe(1);
     await waitFor(() => d.stderr().includes('deeper than 8'), 'the chain to be cut');
     await c.ping();
-    const dones = seen.filter((e) => e.kind === 'done');
+    const dones = seen.filter((e) => e.type === 'done');
     expect(dones.map((e) => e.agent)).toEqual(['a', 'b', 'a', 'b', 'a', 'b', 'a', 'b']);
     expect(dones[1]!.sender).toBe('event:agent:a:done');
   });
@@ -61,8 +61,8 @@ describe('subscriptions', () => {
     await collect(c.stream('assistant', 'as a guest', { guest: 'b', sender: 'g' }));
     await collect(c.stream('assistant', 'ephemeral', { ephemeral: true }));
     await c.send('assistant', 'the final words');
-    await waitFor(() => seen.some((e) => e.kind === 'done'), 'helper to run');
-    expect(seen.filter((e) => e.kind === 'done').map((e) => [e.sender, e.content])).toEqual([['event:agent:assistant:done', 'the final words']]);
+    await waitFor(() => seen.some((e) => e.type === 'done'), 'helper to run');
+    expect(seen.filter((e) => e.type === 'done').map((e) => [e.sender, e.content])).toEqual([['event:agent:assistant:done', 'the final words']]);
   });
 
   it('done events follow the table: none after the last unsubscribe, again after a new subscribe, and from a shard started anew after a crash', async () => {
@@ -70,7 +70,7 @@ describe('subscriptions', () => {
     const d = await daemon({ workers: 1, env: { AGENTD_TEST_CRASH_TOKEN: crash } });
     const c = await client(d);
     const seen = await watchEvents(await client(d), 'helper');
-    const doneTexts = (): string[] => seen.filter((e) => e.kind === 'done').map((e) => e.content as string);
+    const doneTexts = (): string[] => seen.filter((e) => e.type === 'done').map((e) => e.content as string);
     const sub = await c.subscribe('agent:assistant:done', 'helper');
     await c.send('assistant', 'one');
     await waitFor(() => doneTexts().includes('one'), 'the first done to fire');
@@ -138,13 +138,13 @@ describe('the agent event stream', () => {
     await c.send('a', 'for a', { sender: 'alice' });
     await c.send('b', 'for b', { sender: 'bob' });
     await collect(c.stream('a', '/call nothing {}', { sender: 'carol', ephemeral: true, correlation_id: 42 }));
-    await waitFor(() => all.filter((e) => e.kind === 'done').length === 3 && onlyA.filter((e) => e.kind === 'done').length === 2, 'three turns');
+    await waitFor(() => all.filter((e) => e.type === 'done').length === 3 && onlyA.filter((e) => e.type === 'done').length === 2, 'three turns');
     expect(new Set(onlyA.map((e) => e.agent))).toEqual(new Set(['a']));
     expect(all.find((e) => e.agent === 'b')!.sender).toBe('bob');
     const tool = all.filter((e) => e.sender === 'carol');
     expect(tool.every((e) => e.ephemeral && e.correlation_id === 42)).toBe(true);
-    expect(tool.find((e) => e.kind === 'tool_start')!.tool_calls).toEqual([{ id: 'call_1_1', name: 'nothing', arguments: '{}' }]);
-    expect(tool.find((e) => e.kind === 'tool_result')).toMatchObject({ tool_is_error: true, tool_output: 'unknown tool "nothing"' });
+    expect(tool.find((e) => e.type === 'tool_start')!.tool_calls).toEqual([{ id: 'call_1_1', name: 'nothing', arguments: '{}' }]);
+    expect(tool.find((e) => e.type === 'tool_result')).toMatchObject({ tool_is_error: true, tool_output: 'unknown tool "nothing"' });
   });
 
   it('a stalled observer loses events and is told how many; a second observer gets everything; the turn is not slowed', async () => {
@@ -167,9 +167,9 @@ describe('the agent event stream', () => {
       const r = await c.send('assistant', word.repeat(words), { sender: 'flood' });
       expect(r.content.length).toBe(word.length * words);
     }
-    await waitFor(() => full.filter((e) => e.kind === 'done' && e.sender === 'flood').length === turns, 'the full observer to see every turn', 20_000);
+    await waitFor(() => full.filter((e) => e.type === 'done' && e.sender === 'flood').length === turns, 'the full observer to see every turn', 20_000);
     // Deltas produced faster than one batch can carry are merged (ChunkCoalescer): all the text, in at most one event per word.
-    const deltas = full.filter((e) => e.kind === 'text_delta' && e.sender === 'flood');
+    const deltas = full.filter((e) => e.type === 'text_delta' && e.sender === 'flood');
     expect(deltas.map((e) => e.content).join('') === word.repeat(words).repeat(turns)).toBe(true);
     expect(deltas.length).toBeLessThanOrEqual(turns * words);
     const emittedInFlood = full.filter((e) => e.sender === 'flood').length;
@@ -182,7 +182,7 @@ describe('the agent event stream', () => {
       return stalled.frames.some((f) => f.body.agent_event?.kind === 'done' && f.body.agent_event.sender.startsWith('later-'));
     }, 'the stalled observer to catch up', 20_000);
     await c.ping();
-    const events = stalled.frames.map((f) => f.body.agent_event).filter((e) => e !== undefined);
+    const events = stalled.frames.map((f) => f.body.agent_event).filter((e) => e !== undefined); // raw frames: the wire's `kind`
     const notes = events.filter((e) => e.kind === 'lagged');
     expect(notes.length).toBeGreaterThan(0);
     for (const n of notes) expect(n.content).toMatch(/^[1-9]\d* events dropped$/);

@@ -58,7 +58,7 @@ async function watchBoth(ca: AgentdClient, cb: AgentdClient): Promise<AgentEvent
   await waitFor(async () => {
     const sender = senderOwnedBy('b', ['a', 'b'], 'assistant', `probe${tries++}`);
     await cb.send('assistant', 'probe', { sender });
-    return seen.some((e) => e.kind === 'done' && e.sender.startsWith('probe'));
+    return seen.some((e) => e.type === 'done' && e.sender.startsWith('probe'));
   }, 'node a’s observer to see a turn run at node b');
   return seen;
 }
@@ -145,11 +145,11 @@ describe.skipIf(skip !== null)('cluster mode: agents and the event bus across no
     // Owned by b, sent through a client on b: the turn never touches a, yet a's observer sees all of it in order.
     const sender = senderOwnedBy('b', ['a', 'b'], 'assistant', 'watched');
     await cb.send('assistant', 'seen from afar', { sender });
-    await waitFor(() => seen.some((e) => e.kind === 'done' && e.sender === sender), 'the watched turn’s done event at node a');
+    await waitFor(() => seen.some((e) => e.type === 'done' && e.sender === sender), 'the watched turn’s done event at node a');
     const mine = seen.filter((e) => e.sender === sender);
-    expect(mine[0]!.kind).toBe('text_start');
-    expect(mine.at(-1)).toMatchObject({ kind: 'done', agent: 'assistant', content: 'seen from afar' });
-    expect(mine.filter((e) => e.kind === 'done')).toHaveLength(1);
+    expect(mine[0]!.type).toBe('text_start');
+    expect(mine.at(-1)).toMatchObject({ type: 'done', agent: 'assistant', content: 'seen from afar' });
+    expect(mine.filter((e) => e.type === 'done')).toHaveLength(1);
   }, SLOW);
 
   it('max_chain_turns holds over a chain whose turns run on both nodes', async () => {
@@ -171,8 +171,8 @@ describe.skipIf(skip !== null)('cluster mode: agents and the event bus across no
     expect(await ca.publish('kick', 'ping pong')).toBe(1);
     // On one node the chain would run 3 turns; across nodes the budget is shared out, never exceeded. Without a
     // shared budget it would run on to the depth cut (8 turns) and never be cut by max_chain_turns.
-    await waitFor(() => seen.some((e) => e.kind === 'chain_cut'), 'the chain to be cut by max_chain_turns');
-    const turns = seen.filter((e) => e.kind === 'done' && (e.agent === x || e.agent === y));
+    await waitFor(() => seen.some((e) => e.type === 'chain_cut'), 'the chain to be cut by max_chain_turns');
+    const turns = seen.filter((e) => e.type === 'done' && (e.agent === x || e.agent === y));
     expect(turns.length).toBeGreaterThanOrEqual(1);
     expect(turns.length).toBeLessThanOrEqual(3);
   }, SLOW);

@@ -29,8 +29,8 @@ describe('the fan-out budget', () => {
     await waitFor(async () => (await c.stats()).chain_turns_dropped === 19 + 24 && (await messageCount(c, 'amp', pair)) === 2 * MAX, 'the chain to end');
     await c.ping();
     expect(await messageCount(c, 'amp', pair)).toBe(2 * MAX);
-    await waitFor(() => seen.some((e) => e.kind === 'chain_cut'), 'the chain_cut event');
-    expect(seen.filter((e) => e.kind === 'chain_cut')).toEqual([
+    await waitFor(() => seen.some((e) => e.type === 'chain_cut'), 'the chain_cut event');
+    expect(seen.filter((e) => e.type === 'chain_cut')).toEqual([
       expect.objectContaining({ agent: 'amp', sender: pair, content: expect.stringMatching(/max_chain_turns \(20\)/) }),
     ]);
     // A new send starts a new chain with a full budget.

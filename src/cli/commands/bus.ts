@@ -67,7 +67,7 @@ class EventPrinter {
 
   event(ev: AgentEvent): void {
     const key = `${ev.agent}\0${ev.sender}\0${ev.correlation_id ?? ''}\0${ev.ephemeral}`;
-    switch (ev.kind) {
+    switch (ev.type) {
       case 'text_delta':
       case 'thinking_delta':
         this.#text.set(key, (this.#text.get(key) ?? '') + ev.content);
@@ -78,18 +78,18 @@ class EventPrinter {
         return;
       case 'text_end':
       case 'thinking_end':
-        this.#line(ev, ev.kind === 'text_end' ? 'text' : 'thinking', JSON.stringify(clip(this.#text.get(key) ?? '', 200)));
+        this.#line(ev, ev.type === 'text_end' ? 'text' : 'thinking', JSON.stringify(clip(this.#text.get(key) ?? '', 200)));
         this.#text.delete(key);
         return;
       default:
-        this.#line(ev, ev.kind, this.#detail(ev));
+        this.#line(ev, ev.type, this.#detail(ev));
     }
   }
 
   #detail(ev: AgentEvent): string {
-    if (ev.kind === 'tool_start') return (ev.tool_calls ?? []).map((c) => `${c.name} ${clip(c.arguments, 80)}`).join('; ');
-    if (ev.kind === 'tool_result') return `${ev.tool_is_error === true ? 'error' : 'ok'} ${JSON.stringify(clip(ev.tool_output ?? '', 80))}`;
-    if (ev.kind === 'done') return ev.content === '' ? this.out.out.dim('(no text)') : `${ev.content.length} chars`;
+    if (ev.type === 'tool_start') return (ev.tool_calls ?? []).map((c) => `${c.name} ${clip(c.arguments, 80)}`).join('; ');
+    if (ev.type === 'tool_result') return `${ev.tool_is_error === true ? 'error' : 'ok'} ${JSON.stringify(clip(ev.tool_output ?? '', 80))}`;
+    if (ev.type === 'done') return ev.content === '' ? this.out.out.dim('(no text)') : `${ev.content.length} chars`;
     return ev.content; // lagged: "<n> events dropped"
   }
 
@@ -105,7 +105,7 @@ const events: Command = {
   name: 'events',
   usage: '',
   summary: 'watch what agents do, one line per turn event (chunk text joined), until Ctrl-C',
-  details: 'Shows every turn in the daemon: streamed, sent, ephemeral or fired by the event bus.\n"watching agent events" on stderr means the watch is in place. --json prints every raw event.',
+  details: 'Shows every turn in the daemon: streamed, sent, ephemeral or fired by the event bus.\n"watching agent events" on stderr means the watch is in place. --json prints every event, its name as "type" (as stream --json prints its events).',
   example: 'agentctl events --agent assistant',
   options: ['agent'],
   arity: [0, 0],

@@ -154,9 +154,9 @@ describe('stdio MCP servers', { timeout: 90_000 }, () => {
   });
 
   /** A daemon whose agent `a` has one eager stdio server, connected; and that server's pid. */
-  async function daemonWithEagerServer(): Promise<{ d: Awaited<ReturnType<typeof startDaemon>>; pid: number }> {
+  async function daemonWithEagerServer(env: Record<string, string> = {}): Promise<{ d: Awaited<ReturnType<typeof startDaemon>>; pid: number; dir: string }> {
     const dir = fixtureDir();
-    const d = await startDaemon({ config: { agents: { a: { mcps: { fx: stdioEntry(dir, { eager: true }) } } } } });
+    const d = await startDaemon({ config: { agents: { a: { mcps: { fx: stdioEntry(dir, { eager: true, env }) } } } } });
     try {
       const c = await d.client();
       await waitStatus(c, 'a', 'fx', 'connected');
@@ -165,18 +165,13 @@ describe('stdio MCP servers', { timeout: 90_000 }, () => {
       await cleanup(d);
       throw err;
     }
-    return { d, pid: Number(notes(dir, 'pids')[0]) };
+    return { d, pid: Number(notes(dir, 'pids')[0]), dir };
   }
 
   it('a process the server started in a session of its own dies with the daemon too', async () => {
-    const dir = fixtureDir();
-    const fx = stdioEntry(dir, { eager: true, env: { MCP_FIXTURE_ESCAPE: '1' } });
-    const d = await startDaemon({ config: { agents: { a: { mcps: { fx } } } } });
+    const { d, dir } = await daemonWithEagerServer({ MCP_FIXTURE_ESCAPE: '1' });
+    const escaped = Number(notes(dir, 'escaped')[0]);
     try {
-      const c = await d.client();
-      await waitStatus(c, 'a', 'fx', 'connected');
-      await c.close();
-      const escaped = Number(notes(dir, 'escaped')[0]);
       expect(isAlive(escaped)).toBe(true);
       await d.stop('SIGKILL');
       await waitGone(escaped, 'the escaped process to die with the daemon');

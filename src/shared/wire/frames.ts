@@ -1,0 +1,45 @@
+/**
+ * The one place each kind of frame body is built (PROTOCOL §2, §4): an
+ * operation's reply `{<variant>: <value>}`, a stream event, an error, an
+ * agent event and an MCP event. Each builder takes the value the wire
+ * contract (ops.ts) declares, so a wrong shape is a type error where it is
+ * written, on main and in the shards alike.
+ */
+import { PONG } from '../codec.ts';
+import type { WireError } from '../errors.ts';
+import { REPLY_VARIANT, type AgentEvent, type McpEvent, type OperationName, type Operations, type ReplyOf, type StreamEventBodies, type StreamEventName } from './ops.ts';
+
+/** An operation's answer: its reply variant holding its reply value. */
+export type ReplyBody<Op extends OperationName> = Op extends OperationName ? { readonly [V in Operations[Op]['variant']]: ReplyOf<Op> } : never;
+
+/** One event of a `stream` turn: `{stream: {<event>: {...fields}}}`. */
+export type StreamBody<E extends StreamEventName = StreamEventName> = { stream: { [K in E]: StreamEventBodies[K] } };
+
+export type ErrorBody = { error: WireError };
+export type AgentEventBody = { agent_event: AgentEvent };
+export type McpEventBody = { mcp_event: McpEvent };
+
+/** Any body a request's frames may carry. */
+export type FrameBody = ReplyBody<OperationName> | StreamBody | ErrorBody | AgentEventBody | McpEventBody;
+
+/** The reply of `op`; every pong is the one frozen PONG, whose bytes the codec encodes once. */
+export function replyBody<Op extends OperationName>(op: Op, reply: ReplyOf<Op>): ReplyBody<Op> {
+  const variant = REPLY_VARIANT[op];
+  return (variant === 'pong' ? PONG : { [variant]: reply }) as ReplyBody<Op>;
+}
+
+export function streamBody<E extends StreamEventName>(event: E, body: StreamEventBodies[E]): StreamBody<E> {
+  return { stream: { [event]: body } } as StreamBody<E>;
+}
+
+export function errorBody(error: WireError): ErrorBody {
+  return { error };
+}
+
+export function agentEventBody(event: AgentEvent): AgentEventBody {
+  return { agent_event: event };
+}
+
+export function mcpEventBody(event: McpEvent): McpEventBody {
+  return { mcp_event: event };
+}

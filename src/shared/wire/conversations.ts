@@ -7,6 +7,8 @@ export interface HistoryMessage {
   content: string;
   /** Present only on messages a guest wrote. */
   agent?: string;
+  /** Present only on the record of a turn lost to a stalled worker thread (PROTOCOL §6): `stalled`. */
+  stop_reason?: string;
 }
 
 export interface ConversationHistory {

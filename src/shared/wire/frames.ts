@@ -13,7 +13,7 @@ import { REPLY_VARIANT, type AgentEvent, type McpEvent, type OperationName, type
 export type ReplyBody<Op extends OperationName> = Op extends OperationName ? { readonly [V in Operations[Op]['variant']]: ReplyOf<Op> } : never;
 
 /** One event of a `stream` turn: `{stream: {<event>: {...fields}}}`. */
-export type StreamBody<E extends StreamEventName = StreamEventName> = { stream: { [K in E]: StreamEventBodies[K] } };
+export type StreamBody<E extends StreamEventName = StreamEventName> = E extends StreamEventName ? { stream: { [K in E]: StreamEventBodies[K] } } : never;
 
 export type ErrorBody = { error: WireError };
 export type AgentEventBody = { agent_event: AgentEvent };

@@ -1,13 +1,13 @@
 /**
  * The one place each kind of frame body is built (PROTOCOL §2, §4): an
  * operation's reply `{<variant>: <value>}`, a stream event, an error, an
- * agent event and an MCP event. Each builder takes the value the wire
+ * agent event, an MCP event and the end of a closed event stream. Each builder takes the value the wire
  * contract (ops.ts) declares, so a wrong shape is a type error where it is
  * written, on main and in the shards alike.
  */
 import { PONG } from '../codec.ts';
 import type { WireError } from '../errors.ts';
-import { REPLY_VARIANT, type AgentEvent, type McpEvent, type OperationName, type Operations, type ReplyOf, type StreamEventBodies, type StreamEventName } from './ops.ts';
+import { REPLY_VARIANT, type AgentEvent, type Empty, type McpEvent, type OperationName, type Operations, type ReplyOf, type StreamEventBodies, type StreamEventName } from './ops.ts';
 
 /** An operation's answer: its reply variant holding its reply value. */
 export type ReplyBody<Op extends OperationName> = Op extends OperationName ? { readonly [V in Operations[Op]['variant']]: ReplyOf<Op> } : never;
@@ -18,9 +18,11 @@ export type StreamBody<E extends StreamEventName = StreamEventName> = E extends 
 export type ErrorBody = { error: WireError };
 export type AgentEventBody = { agent_event: AgentEvent };
 export type McpEventBody = { mcp_event: McpEvent };
+/** The LAST frame of an event stream its client closed. */
+export type ClosedBody = { closed: Empty };
 
 /** Any body a request's frames may carry. */
-export type FrameBody = ReplyBody<OperationName> | StreamBody | ErrorBody | AgentEventBody | McpEventBody;
+export type FrameBody = ReplyBody<OperationName> | StreamBody | ErrorBody | AgentEventBody | McpEventBody | ClosedBody;
 
 /** The reply of `op`; every pong is the one frozen PONG, whose bytes the codec encodes once. */
 export function replyBody<Op extends OperationName>(op: Op, reply: ReplyOf<Op>): ReplyBody<Op> {
@@ -42,4 +44,8 @@ export function agentEventBody(event: AgentEvent): AgentEventBody {
 
 export function mcpEventBody(event: McpEvent): McpEventBody {
   return { mcp_event: event };
+}
+
+export function closedBody(): ClosedBody {
+  return { closed: {} };
 }

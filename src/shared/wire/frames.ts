@@ -7,6 +7,7 @@
  */
 import { PONG } from '../codec.ts';
 import type { WireError } from '../errors.ts';
+import type { Stored } from '../protocol.ts';
 import { REPLY_VARIANT, type AgentEvent, type Empty, type McpEvent, type OperationName, type Operations, type ReplyOf, type StreamEventBodies, type StreamEventName } from './ops.ts';
 
 /** An operation's answer: its reply variant holding its reply value. */
@@ -15,7 +16,8 @@ export type ReplyBody<Op extends OperationName> = Op extends OperationName ? { r
 /** One event of a `stream` turn: `{stream: {<event>: {...fields}}}`. */
 export type StreamBody<E extends StreamEventName = StreamEventName> = E extends StreamEventName ? { stream: { [K in E]: StreamEventBodies[K] } } : never;
 
-export type ErrorBody = { error: WireError };
+/** `stored` only on the error of a `send` lost with its worker thread (PROTOCOL §4.1, §6). */
+export type ErrorBody = { error: WireError & { stored?: Stored } };
 export type AgentEventBody = { agent_event: AgentEvent };
 export type McpEventBody = { mcp_event: McpEvent };
 /** The LAST frame of an event stream its client closed. */
@@ -34,7 +36,7 @@ export function streamBody<E extends StreamEventName>(event: E, body: StreamEven
   return { stream: { [event]: body } } as StreamBody<E>;
 }
 
-export function errorBody(error: WireError): ErrorBody {
+export function errorBody(error: ErrorBody['error']): ErrorBody {
   return { error };
 }
 

@@ -8,7 +8,10 @@
  */
 import { AgentdError, Code, toWireError } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
-import { ArgReader, ROUTED, type DispatchContext, type OpSpec, type OpTable, type Requester } from './ops/op-table.ts';
+import type { OperationName } from '../shared/wire/ops.ts';
+import { errorBody, replyBody } from '../shared/wire/frames.ts';
+import { ROUTED, type DispatchContext, type OpSpec, type Requester } from './ops/op-table.ts';
+import { OpArgs } from './ops/op-args.ts';
 import { adminOps } from './ops/admin.ts';
 import { turnOps } from './ops/turns.ts';
 import { conversationOps } from './ops/conversations.ts';
@@ -21,23 +24,26 @@ export type { DispatchContext, Requester } from './ops/op-table.ts';
 
 export type Dispatch = (from: Requester, req: number, body: Record<string, unknown>) => void;
 
-const AREAS: readonly OpTable[] = [adminOps, turnOps, conversationOps, busOps, agentOps, mcpOps];
+const AREAS = [adminOps, turnOps, conversationOps, busOps, agentOps, mcpOps] as const;
+
+/** The areas together handle every operation of the wire contract, each as the contract types it. */
+type Handled = { readonly [Op in OperationName]: OpSpec<Op> };
+const HANDLED: Handled = { ...adminOps, ...turnOps, ...conversationOps, ...busOps, ...agentOps, ...mcpOps };
 
 /** Every operation dispatch serves, by name. */
 export function operationNames(): string[] {
   return AREAS.flatMap((area) => Object.keys(area));
 }
 
-interface BoundOp extends OpSpec {
-  read: ArgReader;
-}
+/** A handler as dispatch calls it: by a name only known at run time, so with its types erased. */
+type AnyOpSpec = OpSpec<OperationName> & { handler: (...call: [DispatchContext, Requester, number, OpArgs<OperationName>]) => unknown };
 
-function bindOperations(): Map<string, BoundOp> {
-  const ops = new Map<string, BoundOp>();
+function bindOperations(): Map<string, AnyOpSpec> {
+  const ops = new Map<string, AnyOpSpec>();
   for (const area of AREAS) {
-    for (const [name, spec] of Object.entries(area)) {
+    for (const name of Object.keys(area)) {
       if (ops.has(name)) throw new Error(`operation "${name}" is registered twice`);
-      ops.set(name, { ...spec, read: new ArgReader(name) });
+      ops.set(name, HANDLED[name as OperationName] as AnyOpSpec);
     }
   }
   return ops;
@@ -53,7 +59,7 @@ export function createDispatch(ctx: DispatchContext, limitLog: LimitLog | null =
   const fail = (from: Requester, req: number, err: unknown): void => {
     const error = toWireError(err);
     if (error.code === Code.TooMany) limitLog?.hit(error.message.replace(/\d+/g, 'N'), error.message, { connection: from.id });
-    from.reply(req, { error });
+    from.reply(req, errorBody(error));
   };
 
   return (from, req, body) => {
@@ -67,17 +73,19 @@ export function createDispatch(ctx: DispatchContext, limitLog: LimitLog | null =
     }
     const args = body[name];
     if (!isPlainMap(args)) return fail(from, req, new AgentdError(Code.BadRequest, `the argument of "${name}" must be a map`));
+    const op = name as OperationName;
+    const answer = (reply: unknown): void => from.reply(req, replyBody(op, reply as never));
     let out: unknown;
     try {
-      out = spec.handler(ctx, from, req, args, spec.read);
+      out = spec.handler(ctx, from, req, new OpArgs(op, args));
     } catch (err) {
       return fail(from, req, err);
     }
     if (out === ROUTED) return;
     if (out instanceof Promise) {
-      out.then((v) => from.reply(req, v), (err: unknown) => fail(from, req, err));
+      out.then(answer, (err: unknown) => fail(from, req, err));
       return;
     }
-    from.reply(req, out);
+    answer(out);
   };
 }

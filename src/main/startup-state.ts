@@ -8,7 +8,7 @@
 import { defaultAgents, validateAgentConfig, type AgentConfig, type ResolvedConfig } from '../shared/config.ts';
 import type { StoredStartupState } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
-import type { SubscriptionInfo } from './bus/event-bus.ts';
+import type { SubscriptionInfo } from '../shared/wire/ops.ts';
 import type { StoragePool } from './hosts/storage-pool.ts';
 
 export interface StartupState {

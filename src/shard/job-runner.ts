@@ -6,6 +6,8 @@
  */
 import type { AgentConfig } from '../shared/config.ts';
 import { Code } from '../shared/errors.ts';
+import type { OperationName, ReplyOf } from '../shared/wire/ops.ts';
+import { errorBody, replyBody } from '../shared/wire/frames.ts';
 import { StopReason } from '../shared/protocol.ts';
 import type { Logger } from '../shared/log.ts';
 import { runAgentLoop } from './turn/agent-loop.ts';
@@ -37,13 +39,13 @@ export interface ReplyTo {
   req: number;
 }
 
-/** Sends a request's single LAST frame. */
-export function replyTo(out: FrameOut, to: ReplyTo, value: unknown): void {
-  out.frame(to.conn, to.req, true, value);
+/** Sends a request's single LAST frame: `op`'s reply. */
+export function replyTo<Op extends OperationName>(out: FrameOut, to: ReplyTo, op: Op, reply: ReplyOf<Op>): void {
+  out.frame(to.conn, to.req, true, replyBody(op, reply));
 }
 
-export function errorTo(out: FrameOut, to: ReplyTo, code: number, message: string): void {
-  replyTo(out, to, { error: { code, message } });
+export function errorTo(out: FrameOut, to: ReplyTo, code: Code, message: string): void {
+  out.frame(to.conn, to.req, true, errorBody({ code, message }));
 }
 
 export interface JobRunnerOptions {
@@ -250,7 +252,7 @@ export class JobRunner {
       if (conv.dbId !== null) await this.#o.store?.setSummary(conv.dbId, summary, conv.stored);
       if (conv.deleted) return errorTo(out, req, Code.NotFound, 'the conversation was deleted');
       conv.compacted(summary);
-      replyTo(out, req, { compact: { summary } });
+      replyTo(out, req, 'compact', { summary });
     } catch (err) {
       if (cancel.aborted) errorTo(out, req, Code.Cancelled, cancel.reason);
       else errorTo(out, req, Code.Internal, `compaction failed: ${(err as Error).message}`);

@@ -5,6 +5,7 @@
  * Main then writes each section with one call and decodes nothing.
  */
 import { packr } from '../shared/codec.ts';
+import type { AgentEventBody, FrameBody } from '../shared/wire/frames.ts';
 import {
   FLAG_LAST,
   GrowableBytes,
@@ -40,11 +41,11 @@ export interface FrameOut {
   doneWatched: { has(agent: string): boolean };
   /** Counts the batches handed to main: replies merge deltas produced within one batch (ChunkCoalescer). */
   readonly batches?: number;
-  frame(conn: number, req: number, last: boolean, value: unknown): void;
+  frame(conn: number, req: number, last: boolean, value: FrameBody): void;
   /** A frame `{stream: {<name>: {content}}}` that is not the request's last (a text delta, however long). */
   textDelta(conn: number, req: number, name: string, content: string): void;
   started(conn: number, req: number): void;
-  agentEvent(agent: string, value: unknown): void;
+  agentEvent(agent: string, value: AgentEventBody): void;
   finished(record: TurnFinished): void;
   /** A turn (by its seq) started running / sent its last reply: main tracks open turns for its watchdog. */
   turnStarted(seq: number): void;
@@ -81,7 +82,7 @@ export class Outbox implements FrameOut {
   }
 
   /** Encodes `value` as one frame for request `req` on connection `conn`. */
-  frame(conn: number, req: number, last: boolean, value: unknown): void {
+  frame(conn: number, req: number, last: boolean, value: FrameBody): void {
     const body = packr.pack(value); // a view into msgpackr's pool: copied below
     const section = this.#section(conn, HEADER_BYTES + body.length);
     section.len = writeFrame(section.buf, section.len, req, last ? FLAG_LAST : 0, body);
@@ -104,7 +105,7 @@ export class Outbox implements FrameOut {
   }
 
   /** Encodes one agent event, once, for every observer main will write it to. */
-  agentEvent(agent: string, value: unknown): void {
+  agentEvent(agent: string, value: AgentEventBody): void {
     const body = packr.pack(value);
     this.#events.reserve(EVENT_LENGTH_BYTES + body.length);
     this.#events.len = writeEventEntry(this.#events.buf, this.#events.len, body);

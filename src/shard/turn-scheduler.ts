@@ -8,9 +8,9 @@
  */
 import type { AgentConfig } from '../shared/config.ts';
 import { Code } from '../shared/errors.ts';
-import { PONG } from '../shared/codec.ts';
 import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads.ts';
 import type { Logger } from '../shared/log.ts';
+import type { HistoryMessage } from '../shared/wire/ops.ts';
 import { Conversation, pairKey } from './conversation.ts';
 import type { Models } from '../models/index.ts';
 import type { FrameOut } from './outbox.ts';
@@ -41,8 +41,9 @@ export interface SchedulerOptions {
 }
 
 /** A message as `get_conversation_history` shows it: `agent` only on a guest's, `stop_reason` only on a stalled turn's record. */
-function historyMessage(m: Message): Record<string, string> {
-  const shown: Record<string, string> = { role: m.role, content: m.content };
+function historyMessage(m: Message): HistoryMessage {
+  // With persistence off, a compacted history starts with its summary as a `system` message, a role the contract does not list.
+  const shown: HistoryMessage = { role: m.role as HistoryMessage['role'], content: m.content };
   if (m.agent !== undefined) shown.agent = m.agent;
   if (m.stop_reason !== undefined) shown.stop_reason = m.stop_reason;
   return shown;
@@ -205,12 +206,12 @@ export class TurnScheduler {
   #kill(req: KillRequest, conv: Conversation | null): void {
     if (conv === null) return this.#noConversation(req);
     this.#runner.cancelConversation(conv, CancelReason.Kill);
-    replyTo(this.#outbox, req, PONG);
+    replyTo(this.#outbox, req, 'kill', {});
   }
 
   #killStored(req: KillRequest, store: ConversationStorage): void {
     store.exists(req.agent, req.sender).then(
-      (exists) => (exists ? replyTo(this.#outbox, req, PONG) : this.#noConversation(req)),
+      (exists) => (exists ? replyTo(this.#outbox, req, 'kill', {}) : this.#noConversation(req)),
       (err: unknown) => errorTo(this.#outbox, req, Code.Internal, `reading the conversation failed: ${failure(err)}`),
     );
   }
@@ -226,9 +227,7 @@ export class TurnScheduler {
   }
 
   #sendHistory(req: PairRequest, title: string, messages: readonly Message[]): void {
-    replyTo(this.#outbox, req, {
-      conversation_history: { agent: req.agent, sender: req.sender, title, messages: messages.map(historyMessage) },
-    });
+    replyTo(this.#outbox, req, 'get_conversation_history', { agent: req.agent, sender: req.sender, title, messages: messages.map(historyMessage) });
   }
 
   /**
@@ -243,7 +242,7 @@ export class TurnScheduler {
     const store = this.#store;
     const gone = (conv.runningDone ?? Promise.resolve()).then(() => (conv.dbId !== null && store !== null ? store.delete(conv.dbId) : undefined));
     this.#gate.hold(pairKey(req.agent, req.sender), req.agent, gone, (deleted, queued) => {
-      if (deleted.status === 'fulfilled') replyTo(this.#outbox, req, PONG);
+      if (deleted.status === 'fulfilled') replyTo(this.#outbox, req, 'delete_conversation', {});
       else errorTo(this.#outbox, req, Code.Internal, `deleting failed: ${failure(deleted.reason)}`);
       this.#replay(queued);
     });

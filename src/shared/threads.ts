@@ -6,7 +6,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { AgentConfig, Capability, ProviderConfig } from './config.ts';
 import type { OnBusy, ToolChoice } from './protocol.ts';
-import type { ActiveConversation } from './wire/ops.ts';
+import type { ActiveConversation, SubscriptionInfo } from './wire/ops.ts';
 import type { StoreLocation } from './store-location.ts';
 
 /** What a shard receives when it starts (workerData). */
@@ -306,12 +306,8 @@ export interface ShardStopped {
 
 export type FromShard = FrameBatch | ShardReady | ShardStopped;
 
-export interface SubscriptionRecord {
-  id: number;
-  source: string;
-  target_agent: string;
-  once: boolean;
-}
+/** A stored subscription is the wire's SubscriptionInfo as it is. */
+export type SubscriptionRecord = SubscriptionInfo;
 
 /** What main reads once at start-up (the `prepare` task), after the schema is brought up to date. */
 export interface StoredStartupState {

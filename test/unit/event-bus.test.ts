@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EventBus, MAX_FIRE_DEPTH, type SubscriptionInfo } from '../../src/main/bus/event-bus.ts';
+import { EventBus, MAX_FIRE_DEPTH } from '../../src/main/bus/event-bus.ts';
+import type { SubscriptionInfo } from '../../src/shared/wire/ops.ts';
 import { createLogger } from '../../src/shared/log.ts';
 
 function bus(stored: SubscriptionInfo[] = [], refuse: string[] = []) {

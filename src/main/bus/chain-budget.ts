@@ -7,6 +7,8 @@
  * its last turn ends.
  */
 import { packr } from '../../shared/codec.ts';
+import type { SubscriptionInfo } from '../../shared/wire/ops.ts';
+import { agentEventBody } from '../../shared/wire/frames.ts';
 
 interface Chain {
   /** Fired turns this chain may start here: `maxTurns`, or the share another node sent with a fired turn (cluster mode). */
@@ -119,8 +121,8 @@ export class ChainBudget {
 }
 
 /** The `chain_cut` agent event observers see once per cut chain, encoded once (PROTOCOL §4.4). */
-export function chainCutEvent(sub: { source: string; target_agent: string }, maxTurns: number): Uint8Array {
+export function chainCutEvent(sub: Pick<SubscriptionInfo, 'source' | 'target_agent'>, maxTurns: number): Uint8Array {
   const content = `max_chain_turns (${maxTurns}) reached: further fires of this chain are dropped`;
-  const ev = { agent: sub.target_agent, sender: `event:${sub.source}`, kind: 'chain_cut', content, timestamp: new Date().toISOString(), ephemeral: false };
-  return Uint8Array.from(packr.pack({ agent_event: ev }));
+  const ev = { agent: sub.target_agent, sender: `event:${sub.source}`, kind: 'chain_cut', content, timestamp: new Date().toISOString(), ephemeral: false } as const;
+  return Uint8Array.from(packr.pack(agentEventBody(ev)));
 }

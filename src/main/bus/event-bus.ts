@@ -10,13 +10,9 @@ import type { StoragePool } from '../hosts/storage-pool.ts';
 import { tooMany } from '../limits.ts';
 import { ChainBudget } from './chain-budget.ts';
 import { DEFAULTS } from '../../shared/config.ts';
+import type { SubscriptionInfo } from '../../shared/wire/ops.ts';
 
-export interface SubscriptionInfo {
-  id: number;
-  source: string;
-  target_agent: string;
-  once: boolean;
-}
+export type { SubscriptionInfo };
 
 interface Subscription extends SubscriptionInfo {
   /** Set when removed, so a publish iterating a snapshot skips it. */

@@ -9,6 +9,7 @@
 import { FLAG_LAST, frameOf } from '../../shared/codec.ts';
 import { FRAME_ID_OFFSET, HEADER_BYTES, writeFrame } from '../../shared/byte-layouts.ts';
 import { tooMany } from '../limits.ts';
+import { agentEventBody, closedBody } from '../../shared/wire/frames.ts';
 
 /** What an observer needs of its connection. */
 export interface ObserverSink {
@@ -69,7 +70,7 @@ export class ObserverHub {
     const obs = this.#byConn.get(sink.id)?.get(req);
     if (obs === undefined) return false;
     this.#forget(sink.id, req);
-    sink.write(frameOf(req, FLAG_LAST, { closed: {} }));
+    sink.write(frameOf(req, FLAG_LAST, closedBody()));
     return true;
   }
 
@@ -112,7 +113,7 @@ export class ObserverHub {
           continue;
         }
         if (obs.dropped > 0) {
-          const lagged = { agent_event: { agent: obs.agent ?? '', sender: '', kind: 'lagged', content: `${obs.dropped} events dropped`, timestamp: new Date().toISOString(), ephemeral: false } };
+          const lagged = agentEventBody({ agent: obs.agent ?? '', sender: '', kind: 'lagged', content: `${obs.dropped} events dropped`, timestamp: new Date().toISOString(), ephemeral: false });
           obs.sink.write(frameOf(obs.req, 0, lagged));
           obs.dropped = 0;
         }

@@ -7,6 +7,7 @@
 import { FLAG_LAST, frameOf } from '../../shared/codec.ts';
 import type { ObserverSink } from '../bus/observers.ts';
 import type { McpEvent } from '../../shared/wire/ops.ts';
+import { closedBody, mcpEventBody } from '../../shared/wire/frames.ts';
 
 export type { McpEvent };
 
@@ -30,7 +31,7 @@ export class McpEventStreams {
     const sub = this.#subs.get(key(sink.id, req));
     if (sub === undefined) return false;
     this.#subs.delete(key(sink.id, req));
-    sink.write(frameOf(req, FLAG_LAST, { closed: {} }));
+    sink.write(frameOf(req, FLAG_LAST, closedBody()));
     return true;
   }
 
@@ -44,7 +45,7 @@ export class McpEventStreams {
 
   publish(event: McpEvent): void {
     for (const sub of this.#subs.values()) {
-      if (sub.agent === null || sub.agent === event.agent) sub.sink.write(frameOf(sub.req, 0, { mcp_event: event }));
+      if (sub.agent === null || sub.agent === event.agent) sub.sink.write(frameOf(sub.req, 0, mcpEventBody(event)));
     }
   }
 }

@@ -24,6 +24,7 @@ import { Worker, type MessagePort } from 'node:worker_threads';
 import { workerScript } from './worker-script.ts';
 import { AgentdError, Code } from '../../shared/errors.ts';
 import { frameOf, FLAG_LAST, utf8Text } from '../../shared/codec.ts';
+import { errorBody, streamBody } from '../../shared/wire/frames.ts';
 import { forEachSection, readEventList } from '../../shared/byte-layouts.ts';
 import { shardOf } from '../../shared/hash.ts';
 import { StopReason, zeroUsage, type EndEvent } from '../../shared/protocol.ts';
@@ -440,13 +441,13 @@ export class ShardPool {
     for (const f of shard.inflight.values()) {
       const turn = f.turnSeq === null ? null : lostVerdict(lost.get(f.turnSeq), runningSeq, cause);
       if (f.kind === 'stream') {
-        if (!f.started) outputs.deliver(f.conn, frameOf(f.req, 0, { stream: { start: { agent: f.agent } } }));
+        if (!f.started) outputs.deliver(f.conn, frameOf(f.req, 0, streamBody('start', { agent: f.agent })));
         const end: EndEvent = { agent: f.agent, error: why, model: '', usage: zeroUsage(), stop_reason: turn?.stopReason ?? StopReason.Error };
         if (turn !== null) end.stored = turn.stored;
-        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, { stream: { end } }));
+        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, streamBody('end', end)));
       } else {
         const error = turn === null ? { code: Code.Internal, message: why } : { code: Code.Internal, message: why, stored: turn.stored };
-        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, { error }));
+        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, errorBody(error)));
       }
     }
     this.#inflightCount -= shard.inflight.size;

@@ -4,7 +4,8 @@
  */
 import type { Socket } from 'node:net';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { decodeBody, FLAG_LAST, FrameDecoder, frameOf, PONG, type FrameSink } from '../../shared/codec.ts';
+import { decodeBody, FLAG_LAST, FrameDecoder, frameOf, type FrameSink } from '../../shared/codec.ts';
+import { errorBody, replyBody, type FrameBody } from '../../shared/wire/frames.ts';
 import { Code } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import { assertPortableMsgpack } from '../../shared/portable-msgpack.ts';
@@ -125,19 +126,17 @@ export class Connection implements FrameSink {
       assertPortableMsgpack(body, this.#limits.maxElements);
       value = decodeRequest(body);
     } catch (err) {
-      return this.reply(id, { error: { code: Code.BadRequest, message: `body is not valid MessagePack: ${(err as Error).message}` } });
+      return this.reply(id, errorBody({ code: Code.BadRequest, message: `body is not valid MessagePack: ${(err as Error).message}` }));
     }
     if (!isPlainMap(value)) {
-      return this.reply(id, { error: { code: Code.BadRequest, message: 'body must be a map with exactly one operation' } });
+      return this.reply(id, errorBody({ code: Code.BadRequest, message: 'body must be a map with exactly one operation' }));
     }
     this.#host.dispatch(this, id, value);
   }
 
   onOversize(id: number, length: number): void {
     if (!this.#authed) return this.#refuseAuth(id, AUTH_REQUIRED);
-    this.reply(id, {
-      error: { code: Code.TooLarge, message: `frame body of ${length} bytes exceeds the limit of ${this.#limits.maxBodyBytes} bytes` },
-    });
+    this.reply(id, errorBody({ code: Code.TooLarge, message: `frame body of ${length} bytes exceeds the limit of ${this.#limits.maxBodyBytes} bytes` }));
     // Close without reading the body; turns this connection started run on (PROTOCOL §1).
     this.#cancelTurnsOnClose = false;
     this.#closeGracefully();
@@ -159,11 +158,11 @@ export class Connection implements FrameSink {
     this.#limits.onAuthenticated?.(this.#socket);
     this.#clearAuthTimer();
     this.#decoder.setMaxBody(this.#limits.maxBodyBytes);
-    this.reply(id, PONG);
+    this.reply(id, replyBody('auth', {}));
   }
 
   #refuseAuth(id: number, message: string): void {
-    this.reply(id, { error: { code: Code.Unauthorized, message } });
+    this.reply(id, errorBody({ code: Code.Unauthorized, message }));
     this.#closeGracefully();
   }
 
@@ -179,7 +178,7 @@ export class Connection implements FrameSink {
   }
 
   /** Writes a reply that main encodes itself (always the request's LAST frame). */
-  reply(id: number, value: unknown): void {
+  reply(id: number, value: FrameBody): void {
     const frame = frameOf(id, FLAG_LAST, value);
     if (this.#batch === null) return this.write(frame);
     this.#batch.push(frame);

@@ -1,35 +1,33 @@
 /** The daemon itself: liveness, authentication (a no-op once through) and statistics. */
-import { PONG } from '../../shared/codec.ts';
 import { VERSION } from '../../shared/version.ts';
+import type { Stats } from '../../shared/wire/ops.ts';
 import { op, type DispatchContext, type OpTable } from './op-table.ts';
 
-async function stats(ctx: DispatchContext): Promise<unknown> {
+async function stats(ctx: DispatchContext): Promise<Stats> {
   const active = await ctx.pool.activeConversations(null, null);
   const cluster = ctx.clusterStats();
   return {
-    stats: {
-      version: VERSION,
-      uptime_secs: Math.floor((Date.now() - ctx.startedAt) / 1000),
-      active_conversations: active.length,
-      conversation_bytes: active.reduce((sum, c) => sum + c.memory_bytes, 0),
-      registered_agents: ctx.agents.size,
-      active_model: ctx.agents.activeModel(),
-      workers: ctx.pool.count,
-      subscriptions: ctx.bus.size,
-      connections: ctx.connections(),
-      ...ctx.transportStats(),
-      observers: ctx.observers.count,
-      limits: ctx.limits,
-      ...ctx.bus.stats(),
-      ...ctx.pool.stats(),
-      ...(cluster === null ? {} : { cluster }),
-    },
+    version: VERSION,
+    uptime_secs: Math.floor((Date.now() - ctx.startedAt) / 1000),
+    active_conversations: active.length,
+    conversation_bytes: active.reduce((sum, c) => sum + c.memory_bytes, 0),
+    registered_agents: ctx.agents.size,
+    active_model: ctx.agents.activeModel(),
+    workers: ctx.pool.count,
+    subscriptions: ctx.bus.size,
+    connections: ctx.connections(),
+    ...ctx.transportStats(),
+    observers: ctx.observers.count,
+    limits: ctx.limits,
+    ...ctx.bus.stats(),
+    ...ctx.pool.stats(),
+    ...(cluster === null ? {} : { cluster }),
   };
 }
 
-export const adminOps: OpTable = {
-  ping: op(() => PONG, { duringShutdown: true }),
+export const adminOps: OpTable<'ping' | 'auth' | 'get_stats'> = {
+  ping: op(() => ({}), { duringShutdown: true }),
   // On a transport without a token, or after authenticating, `auth` is a no-op.
-  auth: op(() => PONG, { duringShutdown: true }),
+  auth: op(() => ({}), { duringShutdown: true }),
   get_stats: op(stats, { duringShutdown: true }),
 };

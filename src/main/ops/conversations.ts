@@ -5,35 +5,39 @@
 import { SEARCH_LIMITS } from '../../shared/protocol.ts';
 import { AgentdError, Code } from '../../shared/errors.ts';
 import type { StorageTask } from '../../shared/threads.ts';
-import type { Args } from '../../shared/args.ts';
-import { op, ROUTED, type ArgReader, type DispatchContext, type Handler, type OpTable } from './op-table.ts';
+import type { ReplyOf } from '../../shared/wire/ops.ts';
+import { commonView, type OpArgs } from './op-args.ts';
+import { op, ROUTED, type DispatchContext, type OpTable, type Requester } from './op-table.ts';
 
-const pairOp =
-  (type: 'history' | 'delete'): Handler =>
-  (ctx, from, req, args, read) => {
-    ctx.pool.requestFor({ type, conn: from.id, req, agent: read.knownAgent(ctx, args), sender: read.sender(ctx, args) }, 'rr');
-    return ROUTED;
-  };
+type StoredRead = 'list_conversations' | 'search_sessions';
 
-/** Runs a read on the storage pool; with persistence off there is nothing stored, so `empty`. */
-function stored(ctx: DispatchContext, task: StorageTask, empty: unknown): unknown {
-  return ctx.storage === null ? empty : ctx.storage.run(task);
+type PairOp = 'get_conversation_history' | 'delete_conversation';
+
+/** The shard answers: the history, or the pong once the conversation is deleted. */
+function routeToPair(ctx: DispatchContext, from: Requester, req: number, args: OpArgs<PairOp>, type: 'history' | 'delete'): typeof ROUTED {
+  ctx.pool.requestFor({ type, conn: from.id, req, agent: args.knownAgent(ctx.agents, 'agent'), sender: args.sender('sender', ctx.defaultSender) }, 'rr');
+  return ROUTED;
 }
 
-function searchSessions(ctx: DispatchContext, args: Args, read: ArgReader): unknown {
-  const query = read.str(args, 'query');
+/** Runs a read on the storage pool; with persistence off there is nothing stored, so `empty`. */
+function stored<Op extends StoredRead>(ctx: DispatchContext, task: StorageTask & { op: Op }, empty: ReplyOf<Op>): ReplyOf<Op> | Promise<ReplyOf<Op>> {
+  return ctx.storage === null ? empty : ctx.storage.run<ReplyOf<Op>>(task);
+}
+
+function searchSessions(ctx: DispatchContext, args: OpArgs<'search_sessions'>): ReplyOf<'search_sessions'> | Promise<ReplyOf<'search_sessions'>> {
+  const query = args.str('query');
   if (Buffer.byteLength(query) > SEARCH_LIMITS.maxQueryBytes) {
     throw new AgentdError(Code.BadRequest, `search_sessions.query must be at most ${SEARCH_LIMITS.maxQueryBytes} bytes of UTF-8`);
   }
-  const none = { session_hits: { hits: [] } };
-  const task: StorageTask = {
+  const none = { hits: [] };
+  const task: StorageTask & { op: 'search_sessions' } = {
     op: 'search_sessions',
     query,
-    limit: Math.min(SEARCH_LIMITS.maxLimit, Math.max(1, read.optUint(args, 'limit') ?? SEARCH_LIMITS.defaultLimit)),
-    contextBefore: read.optUint(args, 'context_before') ?? SEARCH_LIMITS.defaultContext,
-    contextAfter: read.optUint(args, 'context_after') ?? SEARCH_LIMITS.defaultContext,
-    agent: read.optStr(args, 'agent'),
-    sender: read.optStr(args, 'sender'),
+    limit: Math.min(SEARCH_LIMITS.maxLimit, Math.max(1, args.optUint('limit') ?? SEARCH_LIMITS.defaultLimit)),
+    contextBefore: args.optUint('context_before') ?? SEARCH_LIMITS.defaultContext,
+    contextAfter: args.optUint('context_after') ?? SEARCH_LIMITS.defaultContext,
+    agent: args.optStr('agent'),
+    sender: args.optStr('sender'),
   };
   return query.trim() === '' ? none : stored(ctx, task, none);
 }
@@ -41,21 +45,23 @@ function searchSessions(ctx: DispatchContext, args: Args, read: ArgReader): unkn
 type Ordered = { agent: string; sender: string };
 const byPair = (a: Ordered, b: Ordered): number => (a.agent === b.agent ? (a.sender < b.sender ? -1 : 1) : a.agent < b.agent ? -1 : 1);
 
-export const conversationOps: OpTable = {
-  compact: op((ctx, from, req, args, read) => {
-    const agent = read.knownAgent(ctx, args);
-    ctx.pool.requestFor({ type: 'compact', conn: from.id, req, agent, sender: read.sender(ctx, args), prompt: read.optStr(args, 'prompt') }, 'rr');
+type ConversationOp = 'compact' | 'get_conversation_history' | 'delete_conversation' | 'list_conversations' | 'search_sessions' | 'list_active_conversations';
+
+export const conversationOps: OpTable<ConversationOp> = {
+  compact: op((ctx, from, req, args) => {
+    const agent = args.knownAgent(ctx.agents, 'agent');
+    ctx.pool.requestFor({ type: 'compact', conn: from.id, req, agent, sender: args.sender('sender', ctx.defaultSender), prompt: args.optStr('prompt') }, 'rr');
     return ROUTED;
   }),
-  get_conversation_history: op(pairOp('history')),
-  delete_conversation: op(pairOp('delete')),
-  list_conversations: op((ctx, _from, _req, args, read) =>
-    stored(ctx, { op: 'list_conversations', agent: read.optStr(args, 'agent'), sender: read.optStr(args, 'sender') }, { conversation_list: { conversations: [] } }),
+  get_conversation_history: op((ctx, from, req, args) => routeToPair(ctx, from, req, commonView<PairOp>(args), 'history')),
+  delete_conversation: op((ctx, from, req, args) => routeToPair(ctx, from, req, commonView<PairOp>(args), 'delete')),
+  list_conversations: op((ctx, _from, _req, args) =>
+    stored(ctx, { op: 'list_conversations', agent: args.optStr('agent'), sender: args.optStr('sender') }, { conversations: [] }),
   ),
-  search_sessions: op((ctx, _from, _req, args, read) => searchSessions(ctx, args, read)),
-  list_active_conversations: op(async (ctx, _from, _req, args, read) => {
-    const conversations = await ctx.pool.activeConversations(read.optStr(args, 'agent'), read.optStr(args, 'sender'));
+  search_sessions: op((ctx, _from, _req, args) => searchSessions(ctx, args)),
+  list_active_conversations: op(async (ctx, _from, _req, args) => {
+    const conversations = await ctx.pool.activeConversations(args.optStr('agent'), args.optStr('sender'));
     conversations.sort(byPair);
-    return { active_conversations: { conversations } };
+    return { conversations };
   }),
 };

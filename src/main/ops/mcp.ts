@@ -5,9 +5,9 @@
  * (validated, stored, broadcast); the MCP thread follows through McpHub.sync.
  */
 import { AgentdError, Code } from '../../shared/errors.ts';
-import { isPlainMap, type Args } from '../../shared/args.ts';
-import { PONG } from '../../shared/codec.ts';
-import { op, ROUTED, type ArgReader, type DispatchContext, type OpTable } from './op-table.ts';
+import { isPlainMap } from '../../shared/args.ts';
+import { commonView, type OpArgs } from './op-args.ts';
+import { op, ROUTED, type DispatchContext, type OpTable } from './op-table.ts';
 
 /** A JSON merge patch that turns `from` into exactly `to` (keys absent from `to` become null). */
 export function replacingPatch(from: unknown, to: unknown): unknown {
@@ -18,39 +18,43 @@ export function replacingPatch(from: unknown, to: unknown): unknown {
   return patch;
 }
 
-function knownServer(ctx: DispatchContext, args: Args, read: ArgReader): { agent: string; name: string } {
-  const agent = read.knownAgent(ctx, args);
-  const name = read.nonEmptyStr(args, 'name');
+type ServerOp = 'delete_mcp' | 'reconnect_mcp';
+
+function knownServer(ctx: DispatchContext, args: OpArgs<ServerOp>): { agent: string; name: string } {
+  const agent = args.knownAgent(ctx.agents, 'agent');
+  const name = args.nonEmptyStr('name');
   if (!Object.hasOwn(ctx.agents.get(agent)!.mcps, name)) throw new AgentdError(Code.NotFound, `agent "${agent}" has no MCP server "${name}"`);
   return { agent, name };
 }
 
-export const mcpOps: OpTable = {
-  list_mcps: op((ctx, _from, _req, args, read) => {
-    const agent = read.optStr(args, 'agent');
+type McpOp = 'list_mcps' | 'upsert_mcp' | 'delete_mcp' | 'reconnect_mcp' | 'subscribe_mcp_events';
+
+export const mcpOps: OpTable<McpOp> = {
+  list_mcps: op((ctx, _from, _req, args) => {
+    const agent = args.optStr('agent');
     if (agent !== null && !ctx.agents.has(agent)) throw new AgentdError(Code.NotFound, `unknown agent "${agent}"`);
-    return { mcp_list: { mcps: ctx.mcp.list(agent) } };
+    return { mcps: ctx.mcp.list(agent) };
   }),
-  upsert_mcp: op(async (ctx, _from, _req, args, read) => {
-    const agent = read.knownAgent(ctx, args);
-    const { name, ...settings } = read.map(args, 'config', 'a map {name, command | url, ...}');
+  upsert_mcp: op(async (ctx, _from, _req, args) => {
+    const agent = args.knownAgent(ctx.agents, 'agent');
+    const { name, ...settings } = args.map('config', 'a map {name, command | url, ...}');
     if (typeof name !== 'string' || name === '') throw new AgentdError(Code.BadRequest, 'upsert_mcp.config.name must be a non-empty string');
     const current = ctx.agents.get(agent)!.mcps[name];
     await ctx.agentService.update(agent, { mcps: { [name]: current === undefined ? settings : replacingPatch(current, settings) } });
-    return { mcp_info: ctx.mcp.info(agent, name, ctx.agents.get(agent)!.mcps[name]!) };
+    return ctx.mcp.info(agent, name, ctx.agents.get(agent)!.mcps[name]!);
   }),
-  delete_mcp: op(async (ctx, _from, _req, args, read) => {
-    const { agent, name } = knownServer(ctx, args, read);
+  delete_mcp: op(async (ctx, _from, _req, args) => {
+    const { agent, name } = knownServer(ctx, commonView<ServerOp>(args));
     await ctx.agentService.update(agent, { mcps: { [name]: null } });
-    return PONG;
+    return {};
   }),
-  reconnect_mcp: op((ctx, _from, _req, args, read) => {
-    const { agent, name } = knownServer(ctx, args, read);
+  reconnect_mcp: op((ctx, _from, _req, args) => {
+    const { agent, name } = knownServer(ctx, commonView<ServerOp>(args));
     ctx.mcp.reconnect(agent, name);
-    return PONG;
+    return {};
   }),
-  subscribe_mcp_events: op((ctx, from, req, args, read) => {
-    const agent = read.optStr(args, 'agent');
+  subscribe_mcp_events: op((ctx, from, req, args) => {
+    const agent = args.optStr('agent');
     if (agent !== null && !ctx.agents.has(agent)) throw new AgentdError(Code.NotFound, `unknown agent "${agent}"`);
     ctx.mcp.events.add(from, req, agent);
     return ROUTED; // frames follow as mcp events; `close` or a disconnect ends it

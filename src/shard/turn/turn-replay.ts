@@ -9,15 +9,16 @@ import { Code } from '../../shared/errors.ts';
 import { StopReason, type EndEvent } from '../../shared/protocol.ts';
 import type { TurnRequest } from '../../shared/threads.ts';
 import type { FrameOut } from '../outbox.ts';
+import { errorBody, replyBody, streamBody, type ErrorBody, type ReplyBody } from '../../shared/wire/frames.ts';
 import type { TurnOutcome } from '../../storage/contract.ts';
 
 export function replayTurn(out: FrameOut, req: TurnRequest, o: TurnOutcome): void {
   const end: EndEvent = { agent: o.agent, error: o.error, model: o.model, usage: o.usage, stop_reason: o.stopReason, replayed: true };
   if (req.mode === 'stream') {
     out.started(req.conn, req.req);
-    out.frame(req.conn, req.req, false, { stream: { start: { agent: o.agent } } });
+    out.frame(req.conn, req.req, false, streamBody('start', { agent: o.agent }));
     if (o.finalText !== '') out.textDelta(req.conn, req.req, 'chunk', o.finalText);
-    out.frame(req.conn, req.req, true, { stream: { end } });
+    out.frame(req.conn, req.req, true, streamBody('end', end));
   } else if (req.mode === 'send') {
     out.frame(req.conn, req.req, true, sendReply(o));
   }
@@ -25,8 +26,8 @@ export function replayTurn(out: FrameOut, req: TurnRequest, o: TurnOutcome): voi
 }
 
 /** What `send` answered (or would have) when the turn first ran. */
-function sendReply(o: TurnOutcome): unknown {
-  if (o.stopReason === StopReason.Cancelled) return { error: { code: Code.Cancelled, message: o.error || 'cancelled' } };
-  if (o.stopReason === StopReason.Error || o.stopReason === StopReason.Stalled) return { error: { code: Code.Internal, message: o.error } };
-  return { response: { agent: o.agent, content: o.finalText, model: o.model, usage: o.usage, replayed: true } };
+function sendReply(o: TurnOutcome): ReplyBody<'send'> | ErrorBody {
+  if (o.stopReason === StopReason.Cancelled) return errorBody({ code: Code.Cancelled, message: o.error || 'cancelled' });
+  if (o.stopReason === StopReason.Error || o.stopReason === StopReason.Stalled) return errorBody({ code: Code.Internal, message: o.error });
+  return replyBody('send', { agent: o.agent, content: o.finalText, model: o.model, usage: o.usage, replayed: true });
 }

@@ -9,13 +9,15 @@ import { Code } from '../../shared/errors.ts';
 import { StopReason, zeroUsage, type EndEvent } from '../../shared/protocol.ts';
 import type { TurnRequest } from '../../shared/threads.ts';
 import type { FrameOut } from '../outbox.ts';
+import type { AgentEvent, AgentEventKind, StreamEventName } from '../../shared/wire/ops.ts';
+import { agentEventBody, errorBody, replyBody, streamBody } from '../../shared/wire/frames.ts';
 import { ChunkCoalescer } from './chunk-coalescer.ts';
 
 /** Events whose `content` deltas may be merged when produced faster than they can be sent. */
 const MERGEABLE = new Set(['chunk', 'thinking']);
 
 /** Stream event → agent event kind (events without a kind are not observed). */
-const KIND: Record<string, string | undefined> = {
+const KIND: Record<string, AgentEventKind | undefined> = {
   text_start: 'text_start',
   chunk: 'text_delta',
   text_end: 'text_end',
@@ -49,7 +51,7 @@ export class TurnReply {
     this.#agent = agent;
     if (!this.#streaming) return;
     this.#outbox.started(this.#req.conn, this.#req.req);
-    this.#outbox.frame(this.#req.conn, this.#req.req, false, { stream: { start: { agent } } });
+    this.#outbox.frame(this.#req.conn, this.#req.req, false, streamBody('start', { agent }));
   }
 
   /** Bound once per turn, handed to the agent loop as its emitter. */
@@ -72,13 +74,14 @@ export class TurnReply {
     }
   };
 
+  // The agent loop names its events as strings (agent-loop.ts): here they become the stream events the wire declares.
   #frame(name: string, body: Record<string, unknown>): void {
-    this.#outbox.frame(this.#req.conn, this.#req.req, false, { stream: { [name]: body } });
+    this.#outbox.frame(this.#req.conn, this.#req.req, false, streamBody(name as StreamEventName, body as never));
   }
 
-  #observe(kind: string, body: Record<string, unknown>): void {
+  #observe(kind: AgentEventKind, body: Record<string, unknown>): void {
     const req = this.#req;
-    const ev: Record<string, unknown> = {
+    const ev: AgentEvent = {
       agent: this.#agent,
       sender: req.sender,
       kind,
@@ -86,13 +89,13 @@ export class TurnReply {
       timestamp: new Date().toISOString(),
       ephemeral: req.ephemeral,
     };
-    if (kind === 'tool_start') ev.tool_calls = body.calls;
+    if (kind === 'tool_start') ev.tool_calls = body.calls as AgentEvent['tool_calls'];
     if (kind === 'tool_result') {
-      ev.tool_output = body.output;
-      ev.tool_is_error = body.is_error;
+      ev.tool_output = body.output as string;
+      ev.tool_is_error = body.is_error as boolean;
     }
     if (req.correlationId !== null) ev.correlation_id = req.correlationId;
-    this.#outbox.agentEvent(this.#agent, { agent_event: ev });
+    this.#outbox.agentEvent(this.#agent, agentEventBody(ev));
   }
 
   end(end: EndEvent, finalText: string): void {
@@ -105,11 +108,11 @@ export class TurnReply {
     if (heard) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth, chain: req.chain });
     this.#outbox.turnEnded(req.seq);
     if (req.mode === 'stream') {
-      this.#outbox.frame(req.conn, req.req, true, { stream: { end } });
+      this.#outbox.frame(req.conn, req.req, true, streamBody('end', end));
     } else if (req.mode === 'send') {
       if (end.stop_reason === StopReason.Cancelled) this.error(Code.Cancelled, end.error || 'cancelled');
       else if (end.stop_reason === StopReason.Error) this.error(Code.Internal, end.error);
-      else this.#outbox.frame(req.conn, req.req, true, { response: { agent: end.agent, content: finalText, model: end.model, usage: end.usage } });
+      else this.#outbox.frame(req.conn, req.req, true, replyBody('send', { agent: end.agent, content: finalText, model: end.model, usage: end.usage }));
     }
   }
 
@@ -119,9 +122,9 @@ export class TurnReply {
   }
 
   /** Refuses the request before it started (no `start` was sent). */
-  error(code: number, message: string): void {
+  error(code: Code, message: string): void {
     this.#outbox.turnEnded(this.#req.seq);
     if (this.#req.mode === 'event') return;
-    this.#outbox.frame(this.#req.conn, this.#req.req, true, { error: { code, message } });
+    this.#outbox.frame(this.#req.conn, this.#req.req, true, errorBody({ code, message }));
   }
 }

@@ -56,9 +56,9 @@ export default async function handle(task: StorageTask): Promise<unknown> {
     case 'prepare':
       return s.prepare(task.seedAgents);
     case 'list_conversations':
-      return { conversation_list: { conversations: await s.listConversations(task.agent, task.sender) } };
+      return { conversations: await s.listConversations(task.agent, task.sender) };
     case 'search_sessions':
-      return { session_hits: { hits: await s.search(task) } };
+      return { hits: await s.search(task) };
     case 'subscription_insert':
       return s.insertSubscription(task.source, task.targetAgent, task.once);
     case 'subscription_delete':

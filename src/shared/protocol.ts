@@ -70,3 +70,13 @@ export const PROTOCOL_VERSION = 1;
  * thousands of words made one search cost billions of comparisons.
  */
 export const SEARCH_LIMITS = { defaultLimit: 5, maxLimit: 20, defaultContext: 4, maxWindow: 16, snippetBytes: 1024, maxQueryBytes: 1024 } as const;
+
+/**
+ * The longest sender, event source or agent name a request may carry, in
+ * bytes of UTF-8 (PROTOCOL §3): a name is a key, stored with every
+ * conversation and echoed in replies and errors.
+ */
+export const MAX_NAME_BYTES = 256;
+
+/** The sender prefix of the conversations the event bus runs (`event:<source>`); clients cannot write as one. */
+export const BUS_SENDER_PREFIX = 'event:';

@@ -20,7 +20,7 @@ export const busOps: OpTable<BusOp> = {
     { duringShutdown: true },
   ),
   subscribe_event: op(async (ctx, _from, _req, args) => {
-    const source = args.nonEmptyStr('source');
+    const source = args.name('source');
     const target = args.knownAgent(ctx.agents, 'target_agent');
     const once = args.optBool('once') ?? false;
     return await ctx.bus.subscribe(source, target, once);
@@ -32,7 +32,7 @@ export const busOps: OpTable<BusOp> = {
   }),
   list_subscriptions: op((ctx) => ({ subscriptions: ctx.bus.list() })),
   publish_event: op(async (ctx, _from, _req, args) => {
-    const source = args.nonEmptyStr('source');
+    const source = args.name('source');
     const raw = args.raw('payload');
     // The payload becomes a user message: text as is, anything else as JSON.
     const payload = typeof raw === 'string' ? raw : raw === undefined ? '' : JSON.stringify(raw);

@@ -8,7 +8,7 @@
  */
 import { AgentdError, Code } from '../../shared/errors.ts';
 import { isPlainMap, nonEmptyStr, optBool, optEnum, optStr, optUint, refuse, str, type Args } from '../../shared/args.ts';
-import type { ToolChoice } from '../../shared/protocol.ts';
+import { BUS_SENDER_PREFIX, MAX_NAME_BYTES, type ToolChoice } from '../../shared/protocol.ts';
 import type { ArgsOf, OperationName } from '../../shared/wire/ops.ts';
 
 /** The fields of `Op`'s arguments whose declared type is a `T` (none for operations that take the empty map). */
@@ -85,16 +85,43 @@ export class OpArgs<Op extends OperationName> {
     throw new AgentdError(Code.BadRequest, `${this.op}.${field} must be a string or a map`);
   }
 
-  /** `sender`, or the daemon's default when absent or empty. */
+  /** `sender`, or the daemon's default when absent or empty; a name by the rules of PROTOCOL §3. */
   sender(field: ArgField<Op, string>, defaultSender: string): string {
-    return this.optStr(field) ?? defaultSender;
+    const sender = this.optStr(field);
+    return sender === null ? defaultSender : this.#name(field, sender);
+  }
+
+  /**
+   * A sender a turn is written as: also not `event:…`, the bus's own
+   * conversations, so no client can write into what fired turns see.
+   */
+  writingSender(field: ArgField<Op, string>, defaultSender: string): string {
+    const sender = this.sender(field, defaultSender);
+    if (sender.startsWith(BUS_SENDER_PREFIX)) {
+      throw new AgentdError(Code.BadRequest, `${this.op}.${field} must not start with "${BUS_SENDER_PREFIX}": those conversations belong to the event bus`);
+    }
+    return sender;
+  }
+
+  /** A non-empty name (an event source, say) by the rules of PROTOCOL §3. */
+  name(field: ArgField<Op, string>): string {
+    return this.#name(field, this.nonEmptyStr(field));
   }
 
   /** An agent name that must name an existing agent (404 otherwise). */
   knownAgent(agents: AgentNames, field: ArgField<Op, string>): string {
-    const name = this.nonEmptyStr(field);
+    const name = this.name(field);
     if (!agents.has(name)) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
     return name;
+  }
+
+  /** At most MAX_NAME_BYTES of UTF-8, and no U+FFFD: the mark msgpack decoding leaves where the bytes were not UTF-8. */
+  #name(field: string, value: string): string {
+    if (value.length > MAX_NAME_BYTES || Buffer.byteLength(value) > MAX_NAME_BYTES) {
+      throw new AgentdError(Code.BadRequest, `${this.op}.${field} must be at most ${MAX_NAME_BYTES} bytes of UTF-8, got ${Buffer.byteLength(value)}`);
+    }
+    if (value.includes('\uFFFD')) throw new AgentdError(Code.BadRequest, `${this.op}.${field} must be valid UTF-8 (U+FFFD is refused: it marks bytes that were not)`);
+    return value;
   }
 }
 

@@ -43,7 +43,7 @@ function runTurn(ctx: DispatchContext, from: Requester, req: number, args: OpArg
     req,
     mode,
     agent: args.knownAgent(ctx.agents, 'agent'),
-    sender: args.sender('sender', ctx.defaultSender),
+    sender: args.writingSender('sender', ctx.defaultSender),
     content: content(args),
     ...streamFields(),
     onBusy: args.optEnum('on_busy', OnBusy) ?? 'enqueue',

@@ -4,9 +4,9 @@
  */
 import { SEARCH_LIMITS } from '../../shared/protocol.ts';
 import { AgentdError, Code } from '../../shared/errors.ts';
-import type { StorageTask } from '../../shared/threads.ts';
+import type { SearchOptions, StorageTask } from '../../shared/threads.ts';
 import type { Args } from '../../shared/args.ts';
-import { op, ROUTED, type ArgReader, type DispatchContext, type Handler, type OpTable } from './op-table.ts';
+import { op, ROUTED, type ArgReader, type DispatchContext, type Handler, type OpTable, type Requester } from './op-table.ts';
 
 const pairOp =
   (type: 'history' | 'delete'): Handler =>
@@ -20,14 +20,14 @@ function stored(ctx: DispatchContext, task: StorageTask, empty: unknown): unknow
   return ctx.storage === null ? empty : ctx.storage.run(task);
 }
 
-function searchSessions(ctx: DispatchContext, args: Args, read: ArgReader): unknown {
+/** A search runs on the storage pool's search lane, within search_timeout_ms; `from` disconnecting cancels it. */
+function searchSessions(ctx: DispatchContext, from: Requester, args: Args, read: ArgReader): unknown {
   const query = read.str(args, 'query');
   if (Buffer.byteLength(query) > SEARCH_LIMITS.maxQueryBytes) {
     throw new AgentdError(Code.BadRequest, `search_sessions.query must be at most ${SEARCH_LIMITS.maxQueryBytes} bytes of UTF-8`);
   }
   const none = { session_hits: { hits: [] } };
-  const task: StorageTask = {
-    op: 'search_sessions',
+  const options: SearchOptions = {
     query,
     limit: Math.min(SEARCH_LIMITS.maxLimit, Math.max(1, read.optUint(args, 'limit') ?? SEARCH_LIMITS.defaultLimit)),
     contextBefore: read.optUint(args, 'context_before') ?? SEARCH_LIMITS.defaultContext,
@@ -35,7 +35,8 @@ function searchSessions(ctx: DispatchContext, args: Args, read: ArgReader): unkn
     agent: read.optStr(args, 'agent'),
     sender: read.optStr(args, 'sender'),
   };
-  return query.trim() === '' ? none : stored(ctx, task, none);
+  if (query.trim() === '' || ctx.storage === null) return none;
+  return ctx.storage.search(options, from.id);
 }
 
 type Ordered = { agent: string; sender: string };
@@ -52,7 +53,7 @@ export const conversationOps: OpTable = {
   list_conversations: op((ctx, _from, _req, args, read) =>
     stored(ctx, { op: 'list_conversations', agent: read.optStr(args, 'agent'), sender: read.optStr(args, 'sender') }, { conversation_list: { conversations: [] } }),
   ),
-  search_sessions: op((ctx, _from, _req, args, read) => searchSessions(ctx, args, read)),
+  search_sessions: op((ctx, from, _req, args, read) => searchSessions(ctx, from, args, read)),
   list_active_conversations: op(async (ctx, _from, _req, args, read) => {
     const conversations = await ctx.pool.activeConversations(read.optStr(args, 'agent'), read.optStr(args, 'sender'));
     conversations.sort(byPair);

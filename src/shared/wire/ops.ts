@@ -275,6 +275,10 @@ export interface Stats {
   queued_turns_dropped: number;
   /** Output buffers main handed back to their shard for reuse once written, since start. */
   output_buffers_returned: number;
+  /** search_sessions requests not yet answered (waiting or running), and since start those answered 504 or cancelled (PROTOCOL §4.3). */
+  searches_in_progress: number;
+  searches_timed_out: number;
+  searches_cancelled: number;
   /** The configured limits in force, each answered with 429 when reached. */
   limits: Record<string, number>;
   /** Cluster mode only (absent on a single node). */

@@ -105,6 +105,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     memoryConversations: file.memory_conversations ?? DEFAULTS.memoryConversations,
     memoryBytes: file.memory_bytes ?? DEFAULTS.memoryBytes,
     storageThreads: file.storage_threads ?? DEFAULTS.storageThreads,
+    searchTimeoutMs: file.search_timeout_ms ?? DEFAULTS.searchTimeoutMs,
     maxAgents: file.max_agents ?? DEFAULTS.maxAgents,
     maxSubscriptions: file.max_subscriptions ?? DEFAULTS.maxSubscriptions,
     maxObservers: file.max_observers ?? DEFAULTS.maxObservers,

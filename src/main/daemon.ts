@@ -153,6 +153,7 @@ export class Daemon implements ConnectionHost {
     if (cancelTurns) this.#parts.cluster?.connClosed(conn.id);
     this.#parts.observers.connClosed(conn.id);
     this.#parts.mcp.events.connClosed(conn.id);
+    this.#parts.storage?.cancelSearches(conn.id);
     if (cancelTurns) this.#parts.pool.broadcast({ type: 'conn_closed', conn: conn.id });
   }
 
@@ -310,7 +311,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
 async function openStorage(config: ResolvedConfig, store: StoreLocation | null, writeLock: SharedArrayBuffer, log: Logger): Promise<{ storage: StoragePool | null; startup: StartupState }> {
   if (store === null) return { storage: null, startup: await readStartupState(null, config, log) };
   if (store.kind === 'sqlite') tightenDatabaseFiles(store.path, log);
-  const storage = new StoragePool(config.storageThreads, { store, writeLock, logLevel: config.logLevel }, (err) => log.error({ err }, 'a storage thread failed'));
+  const storage = new StoragePool(config.storageThreads, { store, writeLock, logLevel: config.logLevel }, (err) => log.error({ err }, 'a storage thread failed'), config.searchTimeoutMs);
   let startup: StartupState;
   try {
     startup = await readStartupState(storage, config, log);

@@ -145,6 +145,8 @@ export interface ResolvedConfig {
   memoryBytes: number;
   /** Threads doing database work for main (list_conversations, search_sessions, subscriptions). */
   storageThreads: number;
+  /** How long one search_sessions may take, from its arrival, before it ends with 504. */
+  searchTimeoutMs: number;
   /** Agents `create_agent` may bring the daemon to; beyond it 429. */
   maxAgents: number;
   /** Event bus subscriptions `subscribe_event` may bring the daemon to; beyond it 429. */
@@ -179,6 +181,7 @@ export const DEFAULTS = {
   memoryConversations: 10_000,
   memoryBytes: 256 * 1024 * 1024,
   storageThreads: 2,
+  searchTimeoutMs: 5_000,
   authTimeoutMs: 5_000,
   maxConnections: 4_096,
   maxAgents: 1_000,
@@ -241,6 +244,7 @@ export interface FileSettings {
   memory_conversations?: number;
   memory_bytes?: number;
   storage_threads?: number;
+  search_timeout_ms?: number;
   max_agents?: number;
   max_subscriptions?: number;
   max_observers?: number;
@@ -255,7 +259,7 @@ export interface FileSettings {
 
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'store', 'memory_conversations', 'memory_bytes', 'storage_threads', 'agents',
+  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'store', 'memory_conversations', 'memory_bytes', 'storage_threads', 'search_timeout_ms', 'agents',
   'max_agents', 'max_subscriptions', 'max_observers',
   'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes', 'cluster',
 ];
@@ -454,6 +458,7 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
   if (raw.memory_bytes !== undefined) out.memory_bytes = positiveInt(raw.memory_bytes, source, 'memory_bytes');
   if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');
+  if (raw.search_timeout_ms !== undefined) out.search_timeout_ms = positiveInt(raw.search_timeout_ms, source, 'search_timeout_ms');
   if (raw.max_agents !== undefined) out.max_agents = positiveInt(raw.max_agents, source, 'max_agents');
   if (raw.max_subscriptions !== undefined) out.max_subscriptions = positiveInt(raw.max_subscriptions, source, 'max_subscriptions');
   if (raw.max_observers !== undefined) out.max_observers = positiveInt(raw.max_observers, source, 'max_observers');

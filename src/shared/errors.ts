@@ -13,6 +13,7 @@ export const Code = {
   Cancelled: 499,
   Internal: 500,
   ShuttingDown: 503,
+  Timeout: 504,
 } as const;
 export type Code = (typeof Code)[keyof typeof Code];
 

@@ -361,4 +361,8 @@ export interface SearchOptions {
   contextAfter: number;
   agent: string | null;
   sender: string | null;
+  /** When the search must end (epoch ms; storage/search-budget.ts); none: unbounded. */
+  deadline?: number;
+  /** An Int32 main sets to 1 to cancel the search (its client went away, or the daemon is closing). */
+  cancel?: SharedArrayBuffer;
 }

@@ -88,6 +88,15 @@ describe('config validation', () => {
     expect(resolveConfig({ home }, {})).toMatchObject({ maxAgents: 5_000, maxSubscriptions: 7, maxObservers: 1 });
   });
 
+  it('search_timeout_ms defaults to 5000; the file sets it; zero or a non-integer is refused', () => {
+    const home = mkdtempSync(join(tmpdir(), 'agentd-cfg-'));
+    expect(resolveConfig({ home }, {}).searchTimeoutMs).toBe(5_000);
+    writeFileSync(join(home, 'agentd.json'), JSON.stringify({ search_timeout_ms: 50 }));
+    expect(resolveConfig({ home }, {}).searchTimeoutMs).toBe(50);
+    expect(() => validateFileSettings({ search_timeout_ms: 0 }, 'agentd.json')).toThrow(/search_timeout_ms/);
+    expect(() => validateFileSettings({ search_timeout_ms: '5s' }, 'agentd.json')).toThrow(/search_timeout_ms/);
+  });
+
   it('wal_max_bytes defaults to 64 MiB; the file sets it; a non-positive value is refused', () => {
     const home = mkdtempSync(join(tmpdir(), 'agentd-cfg-'));
     expect(resolveConfig({ home }, {}).walMaxBytes).toBe(64 * 1024 * 1024);

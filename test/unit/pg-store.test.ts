@@ -11,6 +11,7 @@ import { createPgConversationStorage, createPgDaemonStorage } from '../../src/st
 import { INDEXED_CHARS } from '../../src/storage/postgres/search-text.ts';
 import { snippetOf, WHOLE_TEXT_BYTES } from '../../src/storage/search-rules.ts';
 import { openPool } from '../../src/storage/postgres/pool.ts';
+import { cancelSearch } from '../../src/storage/search-budget.ts';
 import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome, TurnRecord } from '../../src/storage/contract.ts';
 import { SEARCH_LIMITS, StopReason } from '../../src/shared/protocol.ts';
 import { createTestDatabase, needPostgres, type TestDatabase } from '../helpers/postgres.ts';
@@ -237,6 +238,17 @@ describe.skipIf(skip !== null)('the PostgreSQL store', () => {
     expect((await q('emile')).map((h) => h.sender)).toEqual(['accent']);
     expect((await q('DEJA')).map((h) => h.sender)).toEqual(['accent']);
     expect((await q('émile')).map((h) => h.sender)).toEqual(['accent']);
+  });
+
+  it('a search past its deadline or cancelled stops with the reason, as on SQLite', async () => {
+    await fresh();
+    await shard.writeTurns([{ conv: ref('paid'), messages: [user('pay the toll')] }]);
+    const o = { query: 'pay', limit: 5, contextBefore: 0, contextAfter: 0, agent: null, sender: null };
+    expect((await daemon.search({ ...o, deadline: Date.now() + 60_000 })).map((h) => h.sender)).toEqual(['paid']);
+    await expect(daemon.search({ ...o, deadline: Date.now() - 1 })).rejects.toMatchObject({ name: 'SearchStopped', reason: 'timeout' });
+    const cancel = new SharedArrayBuffer(4);
+    cancelSearch(cancel);
+    await expect(daemon.search({ ...o, cancel })).rejects.toMatchObject({ name: 'SearchStopped', reason: 'cancelled' });
   });
 
   it('stores a message longer than a tsvector holds, indexing its first part', async () => {

@@ -4,42 +4,42 @@
  * pool, so main never blocks on the database. This is a plain task pool, the
  * job piscina is built for: any idle thread takes the next task, each with
  * its own DaemonStorage (SQLite: a connection whose writes take the shards'
- * write lock; PostgreSQL: a client of the server).
+ * write lock; PostgreSQL: a client of the server). Session searches run on
+ * threads of their own (search-lane.ts), so they never hold these.
  */
-import { Piscina } from 'piscina';
-import { workerScript } from './worker-script.ts';
-import type { StorageInit, StorageTask } from '../../shared/threads.ts';
+import type { Piscina } from 'piscina';
+import type { SearchOptions, StorageInit, StorageTask } from '../../shared/threads.ts';
 import type { StoreLocation } from '../../shared/store-location.ts';
-
-/**
- * A storage thread's young generation (V8's default grows to 48 MiB per
- * thread). Scoring a search's big candidate churns short-lived objects, and
- * the default let the young space grow to its maximum and stay: scoring one
- * 16 MiB message peaked 3.1x its size above where memory stood, 1.5x with
- * a 2 MiB semi-space (this setting), with search over 100k messages as fast
- * (p50 1.9-2.8 ms either way, in one process).
- */
-const STORAGE_YOUNG_GENERATION_MB = 6;
+import { SearchLane, type SearchOwner } from './search-lane.ts';
+import { closeStorageThreads, storageThreadPool } from './storage-threads.ts';
 
 export class StoragePool {
   readonly #pool: Piscina;
   readonly #threads: number;
+  readonly #searches: SearchLane;
   readonly store: StoreLocation;
 
-  constructor(threads: number, init: StorageInit, onError: (err: unknown) => void) {
+  /** `threads` threads for searches (search-lane.ts), as many for everything else; a search ends past `searchTimeoutMs`. */
+  constructor(threads: number, init: StorageInit, onError: (err: unknown) => void, searchTimeoutMs: number) {
     this.store = init.store;
     this.#threads = threads;
-    this.#pool = new Piscina({
-      filename: workerScript('storage-tasks'),
-      minThreads: threads,
-      maxThreads: threads,
-      idleTimeout: Infinity,
-      workerData: init,
-      resourceLimits: { maxYoungGenerationSizeMb: STORAGE_YOUNG_GENERATION_MB },
-    });
-    // A thread that fails outside a task is an 'error' event; unheard, it would crash the daemon.
-    // piscina replaces the thread; the tasks it had fail with their own errors.
-    this.#pool.on('error', onError);
+    this.#pool = storageThreadPool(threads, init, onError);
+    this.#searches = new SearchLane(threads, init, searchTimeoutMs, onError);
+  }
+
+  /** Runs a session search on the search lane; `owner`'s disconnect cancels it. */
+  search(options: SearchOptions, owner: SearchOwner): Promise<unknown> {
+    return this.#searches.search(options, owner);
+  }
+
+  /** Cancels the searches of a connection that closed. */
+  cancelSearches(owner: number): void {
+    this.#searches.cancelFor(owner);
+  }
+
+  /** Search counters for get_stats. */
+  stats(): ReturnType<SearchLane['stats']> {
+    return this.#searches.stats();
   }
 
   run<T = unknown>(task: StorageTask): Promise<T> {
@@ -97,21 +97,18 @@ export class StoragePool {
     if (this.#indexer !== null) clearInterval(this.#indexer);
   }
 
+  /** The shards are gone by now: searches are cancelled, every thread's store closes, within STORAGE_CLOSE_MS (storage-threads.ts). */
   async close(): Promise<void> {
     this.#stopTimers();
     if (this.#maintenance !== null) clearInterval(this.#maintenance);
-    // The shards are gone by now: every thread's store closes (SQLite: the WAL goes back into the database file).
-    const barrier = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
-    const closes = Array.from({ length: this.#threads }, () => this.run({ op: 'close', barrier, threads: this.#threads }).catch(() => {}));
-    await Promise.all(closes);
-    await this.#pool.destroy();
+    await Promise.all([this.#searches.close(), closeStorageThreads(this.#pool, this.#threads)]);
   }
 
   /** Stops the threads without touching the store (a start that failed: the store may be one to leave alone). */
   async destroy(): Promise<void> {
     this.#stopTimers();
     if (this.#maintenance !== null) clearInterval(this.#maintenance);
-    await this.#pool.destroy();
+    await Promise.all([this.#searches.destroy(), this.#pool.destroy()]);
   }
 
   #maintenance: NodeJS.Timeout | null = null;

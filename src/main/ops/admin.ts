@@ -21,6 +21,7 @@ async function stats(ctx: DispatchContext): Promise<Stats> {
     limits: ctx.limits,
     ...ctx.bus.stats(),
     ...ctx.pool.stats(),
+    ...(ctx.storage?.stats() ?? { searches_in_progress: 0, searches_timed_out: 0, searches_cancelled: 0 }),
     ...(cluster === null ? {} : { cluster }),
   };
 }

@@ -4,12 +4,12 @@
  */
 import { SEARCH_LIMITS } from '../../shared/protocol.ts';
 import { AgentdError, Code } from '../../shared/errors.ts';
-import type { StorageTask } from '../../shared/threads.ts';
+import type { SearchOptions, StorageTask } from '../../shared/threads.ts';
 import type { ReplyOf } from '../../shared/wire/ops.ts';
 import { commonView, type OpArgs } from './op-args.ts';
 import { op, ROUTED, type DispatchContext, type OpTable, type Requester } from './op-table.ts';
 
-type StoredRead = 'list_conversations' | 'search_sessions';
+type StoredRead = 'list_conversations';
 
 type PairOp = 'get_conversation_history' | 'delete_conversation';
 
@@ -24,14 +24,14 @@ function stored<Op extends StoredRead>(ctx: DispatchContext, task: StorageTask &
   return ctx.storage === null ? empty : ctx.storage.run<ReplyOf<Op>>(task);
 }
 
-function searchSessions(ctx: DispatchContext, args: OpArgs<'search_sessions'>): ReplyOf<'search_sessions'> | Promise<ReplyOf<'search_sessions'>> {
+/** A search runs on the storage pool's search lane, within search_timeout_ms; `from` disconnecting cancels it. */
+function searchSessions(ctx: DispatchContext, from: Requester, args: OpArgs<'search_sessions'>): ReplyOf<'search_sessions'> | Promise<ReplyOf<'search_sessions'>> {
   const query = args.str('query');
   if (Buffer.byteLength(query) > SEARCH_LIMITS.maxQueryBytes) {
     throw new AgentdError(Code.BadRequest, `search_sessions.query must be at most ${SEARCH_LIMITS.maxQueryBytes} bytes of UTF-8`);
   }
   const none = { hits: [] };
-  const task: StorageTask & { op: 'search_sessions' } = {
-    op: 'search_sessions',
+  const options: SearchOptions = {
     query,
     limit: Math.min(SEARCH_LIMITS.maxLimit, Math.max(1, args.optUint('limit') ?? SEARCH_LIMITS.defaultLimit)),
     contextBefore: args.optUint('context_before') ?? SEARCH_LIMITS.defaultContext,
@@ -39,7 +39,8 @@ function searchSessions(ctx: DispatchContext, args: OpArgs<'search_sessions'>): 
     agent: args.optStr('agent'),
     sender: args.optStr('sender'),
   };
-  return query.trim() === '' ? none : stored(ctx, task, none);
+  if (query.trim() === '' || ctx.storage === null) return none;
+  return ctx.storage.search(options, from.id) as Promise<ReplyOf<'search_sessions'>>;
 }
 
 type Ordered = { agent: string; sender: string };
@@ -58,7 +59,7 @@ export const conversationOps: OpTable<ConversationOp> = {
   list_conversations: op((ctx, _from, _req, args) =>
     stored(ctx, { op: 'list_conversations', agent: args.optStr('agent'), sender: args.optStr('sender') }, { conversations: [] }),
   ),
-  search_sessions: op((ctx, _from, _req, args) => searchSessions(ctx, args)),
+  search_sessions: op((ctx, from, _req, args) => searchSessions(ctx, from, args)),
   list_active_conversations: op(async (ctx, _from, _req, args) => {
     const conversations = await ctx.pool.activeConversations(args.optStr('agent'), args.optStr('sender'));
     conversations.sort(byPair);

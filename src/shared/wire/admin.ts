@@ -19,6 +19,10 @@ export interface Stats {
   /** TCP connections not authenticated yet, and those closed to make room for newer ones (PROTOCOL §6). */
   unauthenticated_connections: number;
   unauthenticated_evicted: number;
+  /** Searches running now, and those ended past search_timeout_ms or cancelled (their client disconnected), since start. */
+  searches_in_progress: number;
+  searches_timed_out: number;
+  searches_cancelled: number;
   /** Open `subscribe_events` streams, all connections together. */
   observers: number;
   /** Fired turns dropped because their chain reached `max_chain_turns`, since start. */

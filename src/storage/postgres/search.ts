@@ -12,6 +12,7 @@ import type { SearchOptions } from '../../shared/threads.ts';
 import type { SessionHit } from '../../shared/wire/ops.ts';
 import { tsQueryText } from './search-text.ts';
 import { SEARCH_LIMITS } from '../../shared/protocol.ts';
+import { SearchBudget } from '../search-budget.ts';
 import {
   queryWords, rankConversations, SEARCH_CANDIDATES, sliceChars, snippetOf, snippetOfSlicesAsync, WHOLE_TEXT_BYTES, windowEntry, windowSides,
   type RankedConversation, type SliceRead, type Snippet, type WindowRow,
@@ -76,11 +77,19 @@ export class PgSessionSearch {
     this.#pool = pool;
   }
 
+  /**
+   * Throws SearchStopped (search-budget.ts) once past `o`'s deadline or
+   * cancelled, checked after each query and before each slice read (each
+   * query reads at most SEARCH_CANDIDATES rows, the GIN index choosing them).
+   */
   async search(o: SearchOptions): Promise<SessionHit[]> {
     const words = queryWords(o.query);
     const tsQuery = words === null ? null : tsQueryText(words);
     if (words === null || tsQuery === null) return [];
+    const budget = SearchBudget.of(o);
+    budget.check();
     const ranked = await this.#rank(tsQuery, o);
+    budget.check();
     if (ranked.length === 0) return [];
     const { before, after } = windowSides(o.contextBefore, o.contextAfter);
     const [conversations, windows] = await Promise.all([
@@ -91,7 +100,8 @@ export class PgSessionSearch {
         ranked.map((r) => r.idx + after),
       ]),
     ]);
-    const snippets = await this.#snippets(windows.rows, words);
+    budget.check();
+    const snippets = await this.#snippets(windows.rows, words, budget);
     const byId = new Map(conversations.rows.map((c) => [c.id, c]));
     return ranked.flatMap(({ id, idx, score }) => {
       const c = byId.get(id);
@@ -102,7 +112,7 @@ export class PgSessionSearch {
   }
 
   /** Each window message's snippet: from its text, or a big one's read in slices, one message at a time. */
-  async #snippets(rows: readonly WindowRead[], words: readonly string[]): Promise<Map<WindowRead, Snippet>> {
+  async #snippets(rows: readonly WindowRead[], words: readonly string[], budget: SearchBudget): Promise<Map<WindowRead, Snippet>> {
     const bytes = SEARCH_LIMITS.snippetBytes;
     const out = new Map<WindowRead, Snippet>();
     for (const m of rows) {
@@ -111,7 +121,10 @@ export class PgSessionSearch {
         out.set(m, snippetOf(m.content, words, bytes));
         continue;
       }
-      const read = async ({ start, n }: SliceRead): Promise<string> => (await this.#pool.query<{ s: string }>(SLICE, [m.id, start + 1, n])).rows[0]?.s ?? '';
+      const read = async ({ start, n }: SliceRead): Promise<string> => {
+        budget.check();
+        return (await this.#pool.query<{ s: string }>(SLICE, [m.id, start + 1, n])).rows[0]?.s ?? '';
+      };
       out.set(m, await snippetOfSlicesAsync(read, words, bytes, sliceChars(m.bytes, WHOLE_TEXT_BYTES)));
     }
     return out;

@@ -13,6 +13,7 @@ import type { Db } from './db.ts';
 import { SEARCH_LIMITS } from '../../shared/protocol.ts';
 import type { SearchWindowMessage } from '../../shared/wire/ops.ts';
 import type { TextPieces } from './search-bm25.ts';
+import { UNBOUNDED, type SearchBudget } from '../search-budget.ts';
 import { sliceChars, snippetOf, snippetOfSlices, WHOLE_TEXT_BYTES, windowEntry, type WindowRow } from '../search-rules.ts';
 
 export interface TextReadLimits {
@@ -58,22 +59,31 @@ export class MessageTexts {
    * A big message's indexed columns (user text, assistant text, tool names),
    * the texts in slices read as they are consumed, as search-bm25.ts scores
    * them; undefined when it is gone. `bytes` is the size of its content.
+   * `budget` is checked before each slice (a slice reads the whole text).
    */
-  inSlices(id: number, bytes: number): TextPieces[] | undefined {
+  inSlices(id: number, bytes: number, budget: SearchBudget = UNBOUNDED): TextPieces[] | undefined {
     const tools = this.#toolNames.get(id);
     if (tools === undefined) return undefined;
     const chars = this.#sliceChars(bytes);
-    return [this.#slices('user_text', id, chars), this.#slices('assistant_text', id, chars), tools.tool_names];
+    return [this.#slices('user_text', id, chars, budget), this.#slices('assistant_text', id, chars, budget), tools.tool_names];
   }
 
   /** The window's messages of one conversation, idx `from` to `to`, each with a snippet around the first of `words`. */
-  window(conversationId: number, from: number, to: number, words: readonly string[]): SearchWindowMessage[] {
+  window(conversationId: number, from: number, to: number, words: readonly string[], budget: SearchBudget = UNBOUNDED): SearchWindowMessage[] {
     const bytes = SEARCH_LIMITS.snippetBytes;
     return this.#window.all(Math.max(this.#limits.wholeTextBytes, bytes), conversationId, from, to).map((m) =>
       windowEntry(m, () =>
         m.content !== null
           ? snippetOf(m.content, words, bytes)
-          : snippetOfSlices(({ start, n }) => this.#contentSlice.get(start + 1, n, m.id)?.s ?? '', words, bytes, this.#sliceChars(m.bytes)),
+          : snippetOfSlices(
+              ({ start, n }) => {
+                budget.check();
+                return this.#contentSlice.get(start + 1, n, m.id)?.s ?? '';
+              },
+              words,
+              bytes,
+              this.#sliceChars(m.bytes),
+            ),
       ),
     );
   }
@@ -83,8 +93,9 @@ export class MessageTexts {
   }
 
   /** One column of a big message, a slice at a time, read as it is consumed. */
-  *#slices(column: IndexedColumn, id: number, chars: number): Generator<string> {
+  *#slices(column: IndexedColumn, id: number, chars: number, budget: SearchBudget): Generator<string> {
     for (let start = 1; ; start += chars) {
+      budget.check();
       const s = this.#slice[column].get(start, chars, id)?.s ?? '';
       if (s !== '') yield s;
       // Fewer UTF-16 units than `chars` means fewer characters: the text ends here.

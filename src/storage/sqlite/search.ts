@@ -13,6 +13,7 @@ import { SearchIndex } from './search-index.ts';
 import { ftsQuery, queryWords, rankConversations, SEARCH_CANDIDATES, windowSides } from '../search-rules.ts';
 import { Bm25Stats, CONVERSATIONS_FTS, MESSAGES_FTS, type TextPieces } from './search-bm25.ts';
 import { MessageTexts, TEXT_READ_LIMITS, type TextReadLimits } from './search-texts.ts';
+import { SearchBudget } from '../search-budget.ts';
 
 export type { SearchOptions };
 export type { SessionHit, SearchWindowMessage as WindowMessage };
@@ -79,7 +80,7 @@ export class SessionSearch {
    * message throughout, even if its conversation is deleted meanwhile and its
    * id given to a new message.
    */
-  readonly #inOneSnapshot: (o: SearchOptions, match: string) => SessionHit[];
+  readonly #inOneSnapshot: (o: SearchOptions, match: string, budget: SearchBudget) => SessionHit[];
 
   /**
    * `index` indexes what was committed since its last batch before each
@@ -90,7 +91,7 @@ export class SessionSearch {
     this.#index = index;
     this.#texts = new MessageTexts(db, limits);
     this.#candidateFrom = candidateFrom(limits.wholeTextBytes);
-    this.#inOneSnapshot = db.transaction((o: SearchOptions, match: string) => this.#searchIndexed(o, match));
+    this.#inOneSnapshot = db.transaction((o: SearchOptions, match: string, budget: SearchBudget) => this.#searchIndexed(o, match, budget));
     this.#messageStats = new Bm25Stats(db, MESSAGES_FTS);
     this.#titleStats = new Bm25Stats(db, CONVERSATIONS_FTS);
     // Only the newest SEARCH_CANDIDATES matches are ranked: FTS5 walks its doclists newest first and stops
@@ -145,22 +146,25 @@ export class SessionSearch {
    * of them at most SEARCH_CANDIDATES x wholeTextBytes), a big one read
    * again by id, in slices (a message deleted since it matched scores 0).
    */
-  #score(score: (columns: readonly TextPieces[]) => number, c: Candidate): number {
+  #score(score: (columns: readonly TextPieces[]) => number, c: Candidate, budget: SearchBudget): number {
     if (c.user_text !== null && c.assistant_text !== null) return score([c.user_text, c.assistant_text, c.tool_names]);
-    const columns = this.#texts.inSlices(c.id, c.bytes);
+    const columns = this.#texts.inSlices(c.id, c.bytes, budget);
     return columns === undefined ? 0 : score(columns);
   }
 
+  /** Throws SearchStopped (search-budget.ts) once past `o`'s deadline or cancelled, checked between steps. */
   search(o: SearchOptions): SessionHit[] {
     const match = ftsQuery(o.query);
     if (match === null) return [];
+    const budget = SearchBudget.of(o);
     // Every turn that ended before this search is committed: index it first, so the search sees it.
-    this.#index.catchUpAll(CATCH_UP_BATCH);
-    return this.#inOneSnapshot(o, match);
+    do budget.check();
+    while (this.#index.catchUp(CATCH_UP_BATCH) > 0);
+    return this.#inOneSnapshot(o, match, budget);
   }
 
   /** The search itself, every read in one snapshot (see #inOneSnapshot). */
-  #searchIndexed(o: SearchOptions, match: string): SessionHit[] {
+  #searchIndexed(o: SearchOptions, match: string, budget: SearchBudget): SessionHit[] {
     const words = queryWords(o.query)!;
     const score = this.#messageStats.scorer(words);
     const titleScore = this.#titleStats.scorer(words);
@@ -177,16 +181,21 @@ export class SessionSearch {
       rows = ((size.messages ?? 0) <= NARROW_FILTER_ROWS ? f.narrowCandidates : f.candidates).all(match, ...values, SEARCH_CANDIDATES);
       titles = (size.conversations <= NARROW_FILTER_ROWS ? f.narrowTitleCandidates : f.titleCandidates).all(match, ...values, SEARCH_CANDIDATES);
     }
+    // The index chose the candidates; only their texts are read, each checked against the budget first.
     const candidates = rows
-      .map((r) => ({ conversation_id: r.conversation_id, idx: r.idx, score: this.#score(score, r) }))
+      .map((r) => {
+        budget.check();
+        return { conversation_id: r.conversation_id, idx: r.idx, score: this.#score(score, r, budget) };
+      })
       .sort((a, b) => b.score - a.score);
     // Title and summary matches add to their conversation's score.
     const lifts = titles.map((c) => ({ id: c.id, score: titleScore([c.title, c.summary]) }));
     const { before, after } = windowSides(o.contextBefore, o.contextAfter);
     return rankConversations(candidates, lifts, o.limit).flatMap(({ id, idx, score }) => {
+      budget.check();
       const c = this.#conversation.get(id);
       if (c === undefined) return []; // an index row whose conversation is gone finds nothing
-      const window = this.#texts.window(id, Math.max(0, idx - before), idx + after, words);
+      const window = this.#texts.window(id, Math.max(0, idx - before), idx + after, words, budget);
       return [{ agent: c.agent, sender: c.sender, title: c.title, msg_idx: idx, score, created_at: c.created_at, updated_at: c.updated_at, window }];
     });
   }

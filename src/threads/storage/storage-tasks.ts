@@ -10,6 +10,7 @@ import type { StorageInit, StorageTask } from '../../shared/threads.ts';
 import { STORAGE_POOL_TOKEN, WriteLock } from '../../storage/sqlite/write-lock.ts';
 import type { DaemonStorage } from '../../storage/contract.ts';
 import { openDaemonStorage } from '../../storage/backends.ts';
+import { SearchStopped } from '../../storage/search-budget.ts';
 
 const init = workerData as StorageInit;
 const log = createLogger(init.logLevel, { thread: 'storage' });
@@ -49,6 +50,16 @@ async function close(barrier: SharedArrayBuffer, threads: number): Promise<null>
   return null;
 }
 
+/** A search's hits, or why it stopped (past its budget, or cancelled): a posted Error would lose its reason. */
+async function search(s: DaemonStorage, task: Extract<StorageTask, { op: 'search_sessions' }>): Promise<unknown> {
+  try {
+    return { hits: await s.search(task) };
+  } catch (err) {
+    if (err instanceof SearchStopped) return { search_stopped: err.reason };
+    throw err;
+  }
+}
+
 export default async function handle(task: StorageTask): Promise<unknown> {
   if (task.op === 'close') return close(task.barrier, task.threads);
   const s = await opened();
@@ -58,7 +69,7 @@ export default async function handle(task: StorageTask): Promise<unknown> {
     case 'list_conversations':
       return { conversations: await s.listConversations(task.agent, task.sender) };
     case 'search_sessions':
-      return { hits: await s.search(task) };
+      return search(s, task);
     case 'subscription_insert':
       return s.insertSubscription(task.source, task.targetAgent, task.once);
     case 'subscription_delete':

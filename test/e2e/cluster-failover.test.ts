@@ -166,7 +166,7 @@ describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
           ['b', true, share.filter((o) => o === 'b').length],
           ['c', true, share.filter((o) => o === 'c').length],
         ]);
-        expect(s.nodes[0]!.lease_age_ms).toBeGreaterThanOrEqual(LEASE_MS * 0.8); // others count a node gone after 0.8 of lease_ms (leases.ts GONE_AFTER)
+        expect(s.nodes[0]!.lease_age_ms).toBeGreaterThanOrEqual(LEASE_MS * 0.8); // others count a node gone after 0.8 of lease_ms (lease-core.ts GONE_AFTER)
         expect(s.nodes[1]!.lease_age_ms).toBeLessThan(LEASE_MS);
         expect(s.lease_left_ms).toBeGreaterThan(0);
         expect(s.forwarded).toBeGreaterThan(0);

@@ -7,10 +7,12 @@
  */
 import { tooMany } from '../limits.ts';
 
+/** What a stream's owner needs of the budget: an open stream counts as one request in flight. */
+export type ConnectionBudget = Pick<InflightBudget, 'take' | 'release'>;
+
 export class InflightBudget {
   readonly max: number;
   readonly #held = new Map<number, number>();
-  #refused = 0;
 
   constructor(max: number) {
     this.max = max;
@@ -19,10 +21,8 @@ export class InflightBudget {
   /** Counts one more request for `conn`, or throws 429 (nothing counted) when it already holds `max`. */
   take(conn: number): void {
     const held = this.#held.get(conn) ?? 0;
-    if (held >= this.max) {
-      this.#refused++;
-      throw tooMany('requests in flight on this connection', this.max, 'max_inflight_per_connection');
-    }
+    // Logged like every 429 (limit-log.ts), so operators see a client hitting it.
+    if (held >= this.max) throw tooMany('requests in flight on this connection', this.max, 'max_inflight_per_connection');
     this.#held.set(conn, held + 1);
   }
 
@@ -32,10 +32,5 @@ export class InflightBudget {
     if (held === undefined) return;
     if (held <= 1) this.#held.delete(conn);
     else this.#held.set(conn, held - 1);
-  }
-
-  /** Requests refused with 429 since the start. */
-  get refused(): number {
-    return this.#refused;
   }
 }

@@ -109,6 +109,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     maxAgents: file.max_agents ?? DEFAULTS.maxAgents,
     maxSubscriptions: file.max_subscriptions ?? DEFAULTS.maxSubscriptions,
     maxObservers: file.max_observers ?? DEFAULTS.maxObservers,
+    maxInflightPerConnection: file.max_inflight_per_connection ?? DEFAULTS.maxInflightPerConnection,
     shardStallMs: file.shard_stall_ms ?? DEFAULTS.shardStallMs,
     maxChainTurns: file.max_chain_turns ?? DEFAULTS.maxChainTurns,
     maxQueuedTurns: file.max_queued_turns ?? DEFAULTS.maxQueuedTurns,

@@ -217,9 +217,10 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, log });
   // Cluster mode: set once the node serves (it tells the other nodes of changes, fires at each pair's owner, shares agent events).
   let sync: ClusterSync | null = null;
-  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns });
+  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection });
+  mcp.events.limitWith(pool.budget);
   // Cluster mode: the node's sync decides (other nodes' observers count too), once it exists.
-  const observers = new ObserverHub((watching) => (sync === null ? pool.broadcast({ type: 'observe', watching }) : sync.setWatchingHere(watching)), config.maxObservers);
+  const observers = new ObserverHub((watching) => (sync === null ? pool.broadcast({ type: 'observe', watching }) : sync.setWatchingHere(watching)), config.maxObservers, pool.budget);
   /** Agent events: to this node's observers and, in cluster mode, to the other nodes' (`chain_cut` as well as the shards'). */
   const agentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]): void => {
     observers.broadcast(agentNames, bodies);

@@ -12,6 +12,7 @@ export function limitsOf(config: ResolvedConfig): Readonly<Record<string, number
     max_agents: config.maxAgents,
     max_subscriptions: config.maxSubscriptions,
     max_observers_per_connection: config.maxObservers,
+    max_inflight_per_connection: config.maxInflightPerConnection,
     max_connections: config.maxConnections,
     max_queued_turns: config.maxQueuedTurns,
     max_chain_turns: config.maxChainTurns,

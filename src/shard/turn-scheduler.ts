@@ -22,6 +22,7 @@ import type { Message } from '../models/types.ts';
 import { ConversationTable } from './conversation-table.ts';
 import { CancelReason, errorTo, JobRunner, replyTo } from './job-runner.ts';
 import { PairGate } from './pair-gate.ts';
+import { PacedReads } from './paced-reads.ts';
 import { partitionOf } from '../shared/partitions.ts';
 
 export { CancelReason } from './job-runner.ts';
@@ -63,6 +64,7 @@ export class TurnScheduler {
   readonly #table: ConversationTable;
   readonly #runner: JobRunner;
   readonly #gate = new PairGate<Waiting>();
+  readonly #reads = new PacedReads();
   #shuttingDown = false;
 
   constructor(opts: SchedulerOptions) {
@@ -167,6 +169,7 @@ export class TurnScheduler {
 
   /** Cancels the connection's jobs; its requests waiting on a pair's storage work hear of it in their turn. */
   #connClosed(msg: ConnClosed): void {
+    this.#reads.connClosed(msg.conn);
     this.#runner.cancelConnection(msg.conn, CancelReason.Disconnect);
     if (this.#gate.size === 0) return;
     for (const waiting of this.#gate.queues()) {
@@ -219,11 +222,18 @@ export class TurnScheduler {
   #history(req: PairRequest, conv: Conversation | null): void {
     if (conv === null || (conv.stored === 0 && conv.dbId === null)) return this.#noConversation(req);
     const { title } = conv;
-    if (conv.dbId === null || this.#store === null) return this.#sendHistory(req, title, conv.history);
-    this.#store.allMessages(conv.dbId).then(
-      (messages) => this.#sendHistory(req, title, messages),
-      (err: unknown) => errorTo(this.#outbox, req, Code.Internal, `reading the history failed: ${failure(err)}`),
-    );
+    const { dbId } = conv;
+    const store = this.#store;
+    if (dbId === null || store === null) return this.#sendHistory(req, title, conv.history);
+    this.#reads.add({
+      conn: req.conn,
+      run: () =>
+        void store.allMessages(dbId).then(
+          (messages) => this.#sendHistory(req, title, messages),
+          (err: unknown) => errorTo(this.#outbox, req, Code.Internal, `reading the history failed: ${failure(err)}`),
+        ),
+      drop: () => errorTo(this.#outbox, req, Code.Cancelled, 'the connection closed before the history was read'),
+    });
   }
 
   #sendHistory(req: PairRequest, title: string, messages: readonly Message[]): void {

@@ -153,6 +153,8 @@ export interface ResolvedConfig {
   maxSubscriptions: number;
   /** Open `subscribe_events` streams one connection may hold; beyond it 429. */
   maxObservers: number;
+  /** Requests one connection may have in flight (dispatched, last frame not yet handed to its socket). */
+  maxInflightPerConnection: number;
   /** A shard whose event loop does not answer the watchdog for this long is replaced. */
   shardStallMs: number;
   /** Fired turns one chain (one publish or one finished turn, and all that follows) may start in total. */
@@ -187,6 +189,7 @@ export const DEFAULTS = {
   maxAgents: 1_000,
   maxSubscriptions: 100_000,
   maxObservers: 64,
+  maxInflightPerConnection: 1024,
   shardStallMs: 10_000,
   maxChainTurns: 1_000,
   maxQueuedTurns: 1_000,
@@ -248,6 +251,7 @@ export interface FileSettings {
   max_agents?: number;
   max_subscriptions?: number;
   max_observers?: number;
+  max_inflight_per_connection?: number;
   shard_stall_ms?: number;
   max_chain_turns?: number;
   max_queued_turns?: number;
@@ -260,7 +264,7 @@ export interface FileSettings {
 const FILE_KEYS = [
   'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
   'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'store', 'memory_conversations', 'memory_bytes', 'storage_threads', 'search_timeout_ms', 'agents',
-  'max_agents', 'max_subscriptions', 'max_observers',
+  'max_agents', 'max_subscriptions', 'max_observers', 'max_inflight_per_connection',
   'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes', 'cluster',
 ];
 const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
@@ -462,6 +466,7 @@ export function validateFileSettings(raw: unknown, source: string): FileSettings
   if (raw.max_agents !== undefined) out.max_agents = positiveInt(raw.max_agents, source, 'max_agents');
   if (raw.max_subscriptions !== undefined) out.max_subscriptions = positiveInt(raw.max_subscriptions, source, 'max_subscriptions');
   if (raw.max_observers !== undefined) out.max_observers = positiveInt(raw.max_observers, source, 'max_observers');
+  if (raw.max_inflight_per_connection !== undefined) out.max_inflight_per_connection = positiveInt(raw.max_inflight_per_connection, source, 'max_inflight_per_connection');
   // Below 100 ms a busy but healthy shard (a large commit) would be taken for a stalled one.
   if (raw.shard_stall_ms !== undefined) out.shard_stall_ms = positiveInt(raw.shard_stall_ms, source, 'shard_stall_ms', 100);
   if (raw.max_chain_turns !== undefined) out.max_chain_turns = positiveInt(raw.max_chain_turns, source, 'max_chain_turns');

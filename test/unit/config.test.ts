@@ -35,6 +35,7 @@ describe('config validation', () => {
     ['max_agents zero', { max_agents: 0 }, /max_agents must be an integer >= 1, got 0/],
     ['max_subscriptions a string', { max_subscriptions: '10' }, /max_subscriptions must be an integer >= 1/],
     ['max_observers fractional', { max_observers: 1.5 }, /max_observers must be an integer >= 1/],
+    ['max_inflight_per_connection zero', { max_inflight_per_connection: 0 }, /max_inflight_per_connection must be an integer >= 1/],
     ['mcp env not strings', { agents: { a: { mcps: { gh: { env: { TOKEN: 1 } } } } } }, /agents\.a\.mcps\.gh\.env must be a map of strings/],
     ['an unknown session_search scope', { agents: { a: { session_search: 'all' } } }, /agents\.a\.session_search must be "sender" or "agent"/],
   ];

@@ -10,6 +10,7 @@ import { FLAG_LAST, frameOf } from '../../shared/codec.ts';
 import { FRAME_ID_OFFSET, HEADER_BYTES, writeFrame } from '../../shared/byte-layouts.ts';
 import { tooMany } from '../limits.ts';
 import { agentEventBody, closedBody } from '../../shared/wire/frames.ts';
+import type { ConnectionBudget } from '../hosts/inflight-budget.ts';
 
 /** What an observer needs of its connection. */
 export interface ObserverSink {
@@ -39,14 +40,17 @@ export class ObserverHub {
   #count = 0;
   readonly #onCountChange: (watching: boolean) => void;
   readonly #maxPerConnection: number;
+  readonly #budget: ConnectionBudget | null;
 
   /**
    * `onCountChange(true)` when the first observer arrives, `(false)` when the
-   * last leaves; `maxPerConnection` is `max_observers` (unlimited when absent).
+   * last leaves; `maxPerConnection` is `max_observers` (unlimited when absent);
+   * each open stream also holds one of its connection's `budget` (max_inflight_per_connection).
    */
-  constructor(onCountChange: (watching: boolean) => void, maxPerConnection = Infinity) {
+  constructor(onCountChange: (watching: boolean) => void, maxPerConnection = Infinity, budget: ConnectionBudget | null = null) {
     this.#onCountChange = onCountChange;
     this.#maxPerConnection = maxPerConnection;
+    this.#budget = budget;
   }
 
   get count(): number {
@@ -59,6 +63,7 @@ export class ObserverHub {
     if (mine !== undefined && !mine.has(req) && mine.size >= this.#maxPerConnection) {
       throw tooMany('event streams on this connection', this.#maxPerConnection, 'max_observers');
     }
+    if (mine === undefined || !mine.has(req)) this.#budget?.take(sink.id);
     if (mine === undefined) this.#byConn.set(sink.id, (mine = new Map()));
     if (!mine.has(req)) this.#count++;
     mine.set(req, { sink, req, agent, dropped: 0 });
@@ -91,6 +96,7 @@ export class ObserverHub {
     mine.delete(req);
     if (mine.size === 0) this.#byConn.delete(connId);
     this.#count--;
+    this.#budget?.release(connId);
     if (this.#count === 0) this.#onCountChange(false);
   }
 

@@ -8,6 +8,7 @@ import { FLAG_LAST, frameOf } from '../../shared/codec.ts';
 import type { ObserverSink } from '../bus/observers.ts';
 import type { McpEvent } from '../../shared/wire/ops.ts';
 import { closedBody, mcpEventBody } from '../../shared/wire/frames.ts';
+import type { ConnectionBudget } from './inflight-budget.ts';
 
 export type { McpEvent };
 
@@ -21,9 +22,17 @@ const key = (connId: number, req: number): string => `${connId}:${req}`;
 
 export class McpEventStreams {
   readonly #subs = new Map<string, Subscription>();
+  #budget: ConnectionBudget | null = null;
+
+  /** Each open subscription holds one of its connection's requests in flight (max_inflight_per_connection). */
+  limitWith(budget: ConnectionBudget): void {
+    this.#budget = budget;
+  }
 
   add(sink: ObserverSink, req: number, agent: string | null): void {
-    this.#subs.set(key(sink.id, req), { sink, req, agent });
+    const k = key(sink.id, req);
+    if (!this.#subs.has(k)) this.#budget?.take(sink.id);
+    this.#subs.set(k, { sink, req, agent });
   }
 
   /** Ends one subscription with `closed {}` (LAST); false if the connection has no such open request. */
@@ -31,12 +40,17 @@ export class McpEventStreams {
     const sub = this.#subs.get(key(sink.id, req));
     if (sub === undefined) return false;
     this.#subs.delete(key(sink.id, req));
+    this.#budget?.release(sink.id);
     sink.write(frameOf(req, FLAG_LAST, closedBody()));
     return true;
   }
 
   connClosed(connId: number): void {
-    for (const [k, sub] of this.#subs) if (sub.sink.id === connId) this.#subs.delete(k);
+    for (const [k, sub] of this.#subs) {
+      if (sub.sink.id !== connId) continue;
+      this.#subs.delete(k);
+      this.#budget?.release(connId);
+    }
   }
 
   closeAll(): void {

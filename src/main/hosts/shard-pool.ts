@@ -46,6 +46,7 @@ import { ownerToken, WriteLock } from '../../storage/sqlite/write-lock.ts';
 import { lostVerdict, TurnLedger, type OpenTurn } from '../turn-ledger.ts';
 import { ShardWatchdog } from './shard-watchdog.ts';
 import { OutputReturns, type Written } from './output-returns.ts';
+import { InflightBudget } from './inflight-budget.ts';
 
 /** How a request is answered if its shard dies: `stream` needs `start`+`end`, the others one error. */
 export type RequestKind = 'stream' | 'rr';
@@ -86,6 +87,8 @@ export interface ShardPoolOptions {
   stallMs: number;
   /** Turns a conversation may hold queued behind its running one. */
   maxQueuedTurns: number;
+  /** Requests one connection may have waiting for their LAST frame (429 past it). */
+  maxInflightPerConnection: number;
 }
 
 /** What the pool adds to a shard's start-up message itself. */
@@ -129,6 +132,8 @@ const STOP_TIMEOUT_MS = 5_000;
 
 export class ShardPool {
   readonly count: number;
+  /** Each connection's requests in flight here (max_inflight_per_connection). */
+  readonly budget: InflightBudget;
   readonly #opts: ShardPoolOptions;
   readonly #shards: ShardThread[] = [];
   #flushQueued = false;
@@ -149,6 +154,7 @@ export class ShardPool {
   constructor(opts: ShardPoolOptions) {
     this.count = opts.count;
     this.#opts = opts;
+    this.budget = new InflightBudget(opts.maxInflightPerConnection);
     this.#watchdog = new ShardWatchdog(opts.stallMs, (index) => this.#onStall(this.#shards[index]!));
     for (let index = 0; index < opts.count; index++) {
       const cells = new Int32Array(0);
@@ -179,6 +185,7 @@ export class ShardPool {
 
   /** Sends a request to its pair's shard and tracks it until its LAST frame. */
   requestFor(msg: PairRequestMessage, kind: RequestKind): void {
+    this.budget.take(msg.conn);
     const s = this.#shardOf(msg.agent, msg.sender);
     let turnSeq: number | null = null;
     if (msg.type === 'turn') {
@@ -363,7 +370,9 @@ export class ShardPool {
     for (const f of batch.finished) outputs.finished(f);
     for (const seq of batch.turnsEnded) this.#turnGone(this.#ledger.ended(seq), outputs);
     for (let i = 0; i < done.length; i += 2) {
-      if (shard.inflight.delete(key(done[i]!, done[i + 1]!))) this.#inflightCount--;
+      if (!shard.inflight.delete(key(done[i]!, done[i + 1]!))) continue;
+      this.#inflightCount--;
+      this.budget.release(done[i]!);
     }
     for (const a of batch.activeAnswers) this.#answer(shard, a.id, a.conversations);
     for (const id of batch.purged) this.#answer(shard, id, []);
@@ -449,6 +458,7 @@ export class ShardPool {
         const error = turn === null ? { code: Code.Internal, message: why } : { code: Code.Internal, message: why, stored: turn.stored };
         outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, errorBody(error)));
       }
+      this.budget.release(f.conn);
     }
     this.#inflightCount -= shard.inflight.size;
     shard.inflight.clear();

@@ -8,14 +8,14 @@
  * sent to the partition's subject, where its owner runs it through its own
  * local dispatch under a stand-in connection (`ForwardedRequest`) and sends
  * its frames back; the entry node writes them to the client's connection as
- * they are (the owner answers under the client's own request id). While no
+ * they are (the owner answers under the client's own request id); a slow
+ * client holds the owner back until its connection drained. While no
  * node serves the partition (it changes hands) the request is held and tried
  * again, up to `holdMs`. The shards learn the tokens this node holds through
  * a SharedFences buffer, so their PostgreSQL writes are fenced.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { decodeBody, encodeBody, FLAG_LAST, frameOf, HEADER_BYTES, utf8Text } from '../shared/codec.ts';
-import { FRAME_FLAGS_OFFSET } from '../shared/byte-layouts.ts';
+import { utf8Text } from '../shared/codec.ts';
 import { withoutPassword } from '../shared/redact.ts';
 import { Code } from '../shared/errors.ts';
 import { isPlainMap } from '../shared/args.ts';
@@ -28,7 +28,9 @@ import type { ShardPool } from '../main/hosts/shard-pool.ts';
 import type { StoragePool } from '../main/hosts/storage-pool.ts';
 import { ContentBytes } from '../main/net/request-body.ts';
 import { ForwardClient, ForwardError, ForwardServer, type ForwardCall, type ForwardReply } from './forward.ts';
+import { ForwardedRequest, hasLastFrame } from './forwarded-request.ts';
 import { LeaseManager } from './leases.ts';
+import { decodeMessage, encodeMessage } from './messages.ts';
 
 /** The operations addressed to one pair (`agent`, `sender`): each runs at the pair's owner. */
 export const PAIR_OPS: ReadonlySet<string> = new Set(['stream', 'send', 'kill', 'compact', 'get_conversation_history', 'delete_conversation']);
@@ -209,41 +211,22 @@ export class ClusterNode {
     if (this.#leases!.tokenOf(partition) !== null) return parts.local(from, req, body);
     const pending = this.#pendingOf(from.id);
     let call: ForwardCall | null = null;
-    let resumeTimer: NodeJS.Timeout | null = null;
-    const entry = {
-      cancel: () => {
-        if (resumeTimer !== null) clearInterval(resumeTimer);
-        call?.cancel();
-      },
-    };
+    const entry = { cancel: () => call?.cancel() };
     pending.add(entry);
-    const done = (): void => {
-      if (resumeTimer !== null) clearInterval(resumeTimer);
-      this.#settled(from.id, entry);
-    };
+    const done = (): void => this.#settled(from.id, entry);
     this.counts.forwarded++;
     let sentFrames = false;
     let answered = false;
-    const frames = new FrameAssembler();
     // Who owned the partition when the call went out: if it never accepts and its lease runs out, the client is told that node failed.
     const ownerAtSend = this.#leases!.owners()[partition] ?? null;
     call = this.#client!.call(partition, forwardedBody(req, body), {
-      frame: (piece) => {
+      frame: (frames) => {
         sentFrames = true;
-        // Pieces cut anywhere (NATS messages stay small); the connection gets whole frames only, so nothing else it sends lands inside one.
-        const whole = frames.push(piece);
-        if (whole !== null) {
-          if (hasLastFrame(whole)) answered = true;
-          from.write(Buffer.from(whole)); // a copy: the socket may hold it past this call, and the bytes are the NATS client's
-        }
-        if (from.backlog() < parts.highWaterBytes) return true;
+        if (hasLastFrame(frames)) answered = true;
+        from.write(Buffer.from(frames)); // a copy: the socket may hold it past this call, and the bytes are the NATS client's
+        if (from.backlog() < parts.highWaterBytes || from.drained === undefined) return true;
         // A slow client: hold the owner back until its connection drains.
-        resumeTimer ??= setInterval(() => {
-          if (from.backlog() >= parts.highWaterBytes) return;
-          clearInterval(resumeTimer!);
-          resumeTimer = null;
-          call!.resume();
-        }, 10);
+        void from.drained().then(() => call!.resume());
         return false;
       },
       end: () => {
@@ -316,7 +299,7 @@ export class ClusterNode {
   /** Runs a request another node forwarded, under a stand-in connection whose frames go back to it. */
   #serveForwarded(_partition: number, bytes: Uint8Array, reply: ForwardReply): void {
     const parts = this.#parts!;
-    const { req, body } = decodeBody(bytes) as { req: number; body: Record<string, unknown> };
+    const { req, body } = decodeMessage(bytes, 'request');
     const id = this.#nextForwardedId;
     this.#nextForwardedId = this.#nextForwardedId >= 0xffff_fff0 ? FORWARDED_ID_BASE : this.#nextForwardedId + 1;
     this.counts.served_for_others++;
@@ -362,120 +345,5 @@ function forwardedBody(req: number, body: Record<string, unknown>): Uint8Array {
   const name = Object.keys(body)[0]!;
   const args = body[name] as Record<string, unknown>;
   const plain = args.content instanceof ContentBytes ? { [name]: { ...args, content: utf8Text(args.content.bytes) } } : body;
-  return encodeBody({ req, body: plain });
-}
-
-/**
- * The owner's stand-in for the entry node's client connection: takes the
- * frames the shards (and dispatch) write for the call, and sends them to
- * the entry node under the call's window; ends the call after the frame
- * flagged last. Frames the window holds back wait here; past `hardLimit`
- * bytes the entry node is taken for gone and the call is cancelled.
- */
-class ForwardedRequest implements Requester {
-  readonly id: number;
-  readonly #req: number;
-  readonly #reply: ForwardReply;
-  readonly #hardLimit: number;
-  readonly #forget: () => void;
-  readonly #cancelTurns: () => void;
-  readonly #queue: Uint8Array[] = [];
-  #queued = 0;
-  #held = false;
-  #lastSeen = false;
-  #over = false;
-
-  constructor(id: number, req: number, reply: ForwardReply, hardLimit: number, forget: () => void, cancelTurns: () => void) {
-    this.id = id;
-    this.#req = req;
-    this.#reply = reply;
-    this.#hardLimit = hardLimit;
-    this.#forget = forget;
-    this.#cancelTurns = cancelTurns;
-    reply.onDrain(() => {
-      this.#held = false;
-      this.#flush();
-    });
-    reply.onCancel(() => this.#cancel());
-  }
-
-  reply(req: number, value: unknown): void {
-    this.write(frameOf(req, FLAG_LAST, value));
-  }
-
-  write(frames: Uint8Array): void {
-    if (this.#over || this.#lastSeen) return;
-    if (hasLastFrame(frames)) this.#lastSeen = true;
-    for (let at = 0; at < frames.length; at += MAX_PIECE_BYTES) this.#queue.push(frames.subarray(at, at + MAX_PIECE_BYTES));
-    this.#queued += frames.length;
-    if (this.#queued > this.#hardLimit && this.#held) {
-      // The entry node stopped taking frames: cut the call, telling it why (past the window: it ends the call).
-      this.#cancel();
-      this.#reply.write(frameOf(this.#req, FLAG_LAST, { error: { code: Code.Internal, message: `the forwarded reply was cut: over ${this.#hardLimit} bytes waited for the entry node to take them` } }));
-      this.#reply.end();
-      return;
-    }
-    this.#flush();
-  }
-
-  backlog(): number {
-    return this.#queued;
-  }
-
-  #flush(): void {
-    while (!this.#held && this.#queue.length > 0) {
-      const next = this.#queue.shift()!;
-      this.#queued -= next.length;
-      this.#held = !this.#reply.write(next);
-    }
-    if (this.#queue.length === 0 && this.#lastSeen && !this.#over) {
-      this.#over = true;
-      this.#reply.end();
-      this.#forget();
-    }
-  }
-
-  /** The entry node left (or stopped reading): the call's turns are cancelled and nothing more is sent. */
-  #cancel(): void {
-    if (this.#over) return;
-    this.#over = true;
-    this.#queue.length = 0;
-    this.#forget();
-    this.#cancelTurns();
-  }
-}
-
-/**
- * The most bytes of frames one forwarded message carries: well under NATS's
- * default max_payload (1 MiB), and with the window (forward.ts) a bound on
- * what one call has in flight.
- */
-const MAX_PIECE_BYTES = 64 * 1024;
-
-/** Joins the pieces of a forwarded call's frames back into whole frames. */
-class FrameAssembler {
-  #pending: Buffer = Buffer.alloc(0);
-
-  /** Takes a piece; returns the whole frames now complete (null: none yet). */
-  push(piece: Uint8Array): Uint8Array | null {
-    const bytes = this.#pending.length === 0 ? Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength) : Buffer.concat([this.#pending, piece]);
-    let at = 0;
-    while (at + HEADER_BYTES <= bytes.length) {
-      const end = at + HEADER_BYTES + bytes.readUInt32BE(at);
-      if (end > bytes.length) break;
-      at = end;
-    }
-    // Copies what waits: the piece's buffer belongs to the NATS client.
-    this.#pending = Buffer.from(bytes.subarray(at));
-    return at === 0 ? null : bytes.subarray(0, at);
-  }
-}
-
-/** Whether ready-encoded frames (one or more, whole) include one flagged last. */
-function hasLastFrame(frames: Uint8Array): boolean {
-  const view = new DataView(frames.buffer, frames.byteOffset, frames.byteLength);
-  for (let at = 0; at + HEADER_BYTES <= frames.length; at += HEADER_BYTES + view.getUint32(at)) {
-    if ((frames[at + FRAME_FLAGS_OFFSET]! & FLAG_LAST) !== 0) return true;
-  }
-  return false;
+  return encodeMessage({ t: 'request', req, body: plain });
 }

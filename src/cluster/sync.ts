@@ -4,26 +4,28 @@
  * NATS tells the nodes when they changed, and each reloads them from the
  * store:
  *
- * - `<cluster>.agents`: `{ from, agent }` after an agent was created,
+ * - `<cluster>.agents`: `agent` (from, agent) after an agent was created,
  *   updated or deleted on node `from`; every other node reloads that agent.
  * - `<cluster>.agents.purge.<node>`: before an agent's rows are deleted, the
  *   deleting node asks each live node to purge it (refuse its turns, cancel
  *   the running ones, forget its conversations), so no node writes for it
  *   once its conversations are deleted.
- * - `<cluster>.subs`: `{ from }` after the subscriptions changed; every
+ * - `<cluster>.subs`: `subs` (from) after the subscriptions changed; every
  *   other node reloads the table.
- * - `<cluster>.fire`: a fired subscription whose pair another node owns;
+ * - `<cluster>.fire`: `fire`, a fired subscription whose pair another node owns;
  *   the owner (the node holding the pair's partition) starts the turn and
  *   answers; the others ignore it. Tried again until the hold deadline while
  *   the partition changes hands.
  *
- * - `<cluster>.watch`: `{ from, watching }` from a node whose observers
+ * - `<cluster>.watch`: `watch` (from, watching) from a node whose observers
  *   (`subscribe_events`) came or went, and again every half lease while it
  *   has any (a node not heard from for two leases watches no more);
  *   `<cluster>.watch.ask` on start asks the watching nodes to say so now.
  *   While any node watches, every node's shards emit agent events, and each
  *   node publishes those of its own turns on `<cluster>.events`; every other
  *   node with observers hands them to its observers.
+ *
+ * Every message, and the `answer` to a purge or a fire, is in messages.ts.
  *
  * A node that reconnects to NATS (it may have missed messages) reloads all
  * agents and subscriptions.
@@ -33,15 +35,12 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { AgentConfig } from '../shared/config.ts';
 import type { Logger } from '../shared/log.ts';
 import { partitionOf } from '../shared/partitions.ts';
-import { packr, unpackr } from '../shared/codec.ts';
 import type { ObserverHub } from '../main/bus/observers.ts';
 import type { AgentRegistry } from '../main/agent-registry.ts';
 import type { EventBus, SubscriptionInfo } from '../main/bus/event-bus.ts';
 import type { ShardPool } from '../main/hosts/shard-pool.ts';
 import { busTurn } from '../main/turn-request.ts';
-
-const enc = new TextEncoder();
-const dec = new TextDecoder();
+import { decodeMessage, encodeMessage, type Message } from './messages.ts';
 
 /** How long one try of a remote fire waits for the owner's answer. */
 const FIRE_TRY_MS = 500;
@@ -87,8 +86,8 @@ export class ClusterSync {
   /** What the shards were last told (emit agent events or not). */
   #shardsWatching = false;
   readonly #watchTimer: NodeJS.Timeout;
-  /** The ids of fires started here for other nodes, oldest first, with their answers. */
-  readonly #firesSeen = new Map<string, string>();
+  /** The ids of fires started here for other nodes, oldest first, with their answers (null: started). */
+  readonly #firesSeen = new Map<string, string | null>();
 
   constructor(parts: SyncParts) {
     this.#p = parts;
@@ -99,21 +98,21 @@ export class ClusterSync {
       callback: (err, msg) => {
         if (err !== null) return;
         this.#guard('agents.purge', () => {
-          const { agent } = JSON.parse(dec.decode(msg.data)) as { agent: string };
+          const { agent } = decodeMessage(msg.data, 'purge');
           this.purgeHere(agent).then(
-            () => msg.respond(enc.encode('ok')),
-            (e: unknown) => msg.respond(enc.encode(`error: ${(e as Error).message}`)),
+            () => msg.respond(encodeMessage({ t: 'answer', error: null })),
+            (e: unknown) => msg.respond(encodeMessage({ t: 'answer', error: (e as Error).message })),
           );
         });
       },
     }));
     this.#subs.push(nc.subscribe(`${name}.fire`, { callback: (err, msg) => { if (err === null) this.#guard('fire', () => this.#onFire(msg.data, (b) => msg.respond(b))); } }));
     this.#subs.push(nc.subscribe(`${name}.watch`, { callback: (err, msg) => { if (err === null) this.#guard('watch', () => this.#onWatch(msg.data)); } }));
-    this.#subs.push(nc.subscribe(`${name}.watch.ask`, { callback: () => { if (this.#watchingHere) this.#sayWatching(); } }));
+    this.#subs.push(nc.subscribe(`${name}.watch.ask`, { callback: (err, msg) => { if (err === null) this.#guard('watch.ask', () => this.#onWatchAsk(msg.data)); } }));
     this.#subs.push(nc.subscribe(`${name}.events`, { callback: (err, msg) => { if (err === null) this.#guard('events', () => this.#onEvents(msg.data)); } }));
     this.#watchTimer = setInterval(() => this.#tickWatch(), parts.leaseMs / 2);
     this.#watchTimer.unref();
-    nc.publish(`${name}.watch.ask`);
+    nc.publish(`${name}.watch.ask`, encodeMessage({ t: 'watch_ask' }));
     void this.#watchReconnects();
   }
 
@@ -140,7 +139,7 @@ export class ClusterSync {
     let from = 0;
     let bytes = 0;
     const send = (to: number): void => {
-      if (to > from) this.#p.nc.publish(`${this.#p.name}.events`, packr.pack({ from: this.#p.node, agents: agents.slice(from, to), bodies: bodies.slice(from, to) }));
+      if (to > from) this.#p.nc.publish(`${this.#p.name}.events`, encodeMessage({ t: 'events', from: this.#p.node, agents: agents.slice(from, to), bodies: bodies.slice(from, to) }));
       from = to;
       bytes = 0;
     };
@@ -164,11 +163,16 @@ export class ClusterSync {
 
   #sayWatching(): void {
     if (this.#closed) return;
-    this.#p.nc.publish(`${this.#p.name}.watch`, enc.encode(JSON.stringify({ from: this.#p.node, watching: this.#watchingHere })));
+    this.#p.nc.publish(`${this.#p.name}.watch`, encodeMessage({ t: 'watch', from: this.#p.node, watching: this.#watchingHere }));
+  }
+
+  #onWatchAsk(data: Uint8Array): void {
+    decodeMessage(data, 'watch_ask');
+    if (this.#watchingHere) this.#sayWatching();
   }
 
   #onWatch(data: Uint8Array): void {
-    const m = JSON.parse(dec.decode(data)) as { from: string; watching: boolean };
+    const m = decodeMessage(data, 'watch');
     if (m.from === this.#p.node) return;
     if (m.watching) this.#watchers.set(m.from, performance.now() + 2 * this.#p.leaseMs);
     else this.#watchers.delete(m.from);
@@ -177,7 +181,7 @@ export class ClusterSync {
 
   #onEvents(data: Uint8Array): void {
     if (!this.#watchingHere) return;
-    const m = unpackr.unpack(data) as { from: string; agents: string[]; bodies: Uint8Array[] };
+    const m = decodeMessage(data, 'events');
     if (m.from === this.#p.node) return;
     this.#p.observers.broadcast(m.agents, m.bodies);
   }
@@ -213,13 +217,13 @@ export class ClusterSync {
    * committed may have undone it here.
    */
   agentChanged(agent: string): void {
-    this.#p.nc.publish(`${this.#p.name}.agents`, enc.encode(JSON.stringify({ from: this.#p.node, agent })));
+    this.#p.nc.publish(`${this.#p.name}.agents`, encodeMessage({ t: 'agent', from: this.#p.node, agent }));
     this.#queueReload(agent, false);
   }
 
   /** The subscriptions changed here: the other nodes reload them, and so does this one (as for agents). */
   subscriptionsChanged(): void {
-    this.#p.nc.publish(`${this.#p.name}.subs`, enc.encode(JSON.stringify({ from: this.#p.node })));
+    this.#p.nc.publish(`${this.#p.name}.subs`, encodeMessage({ t: 'subs', from: this.#p.node }));
     this.#queueReload(null, false);
   }
 
@@ -228,9 +232,9 @@ export class ClusterSync {
     const others = this.#p.liveNodes().filter((n) => n !== this.#p.node);
     await Promise.all(others.map(async (n) => {
       try {
-        const r = await this.#p.nc.request(`${this.#p.name}.agents.purge.${n}`, enc.encode(JSON.stringify({ agent })), { timeout: this.#p.holdMs });
-        const text = dec.decode(r.data);
-        if (text !== 'ok') this.#p.log.warn({ agent, node: n, answer: text }, 'cluster: a node failed to purge a deleted agent');
+        const r = await this.#p.nc.request(`${this.#p.name}.agents.purge.${n}`, encodeMessage({ t: 'purge', agent }), { timeout: this.#p.holdMs });
+        const { error } = decodeMessage(r.data, 'answer');
+        if (error !== null) this.#p.log.warn({ agent, node: n, answer: error }, 'cluster: a node failed to purge a deleted agent');
       } catch (err) {
         this.#p.log.warn({ agent, node: n, err: (err as Error).message }, 'cluster: a node did not answer the purge of a deleted agent');
       }
@@ -250,13 +254,13 @@ export class ClusterSync {
   }
 
   #onAgent(data: Uint8Array): void {
-    const m = JSON.parse(dec.decode(data)) as { from: string; agent: string };
+    const m = decodeMessage(data, 'agent');
     if (m.from === this.#p.node) return;
     this.#queueReload(m.agent, false);
   }
 
   #onSubs(data: Uint8Array): void {
-    const m = JSON.parse(dec.decode(data)) as { from: string };
+    const m = decodeMessage(data, 'subs');
     if (m.from === this.#p.node) return;
     this.#queueReload(null, false);
   }
@@ -298,7 +302,7 @@ export class ClusterSync {
     if (this.#p.holds(partition)) return this.#p.pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain)) ? 'here' : false;
     // The chain's budget travels with the turn: a share of what is left, so chains that cross nodes hold max_chain_turns over the cluster.
     const budget = this.#p.bus.carveChain(chain);
-    const body = enc.encode(JSON.stringify({ id: randomUUID(), partition, agent: sub.target_agent, source: sub.source, payload, depth, budget }));
+    const body = encodeMessage({ t: 'fire', id: randomUUID(), partition, agent: sub.target_agent, source: sub.source, payload, depth, budget });
     void this.#fireRemote(body, performance.now() + this.#p.holdMs, sub);
     return 'sent';
   }
@@ -307,8 +311,8 @@ export class ClusterSync {
     while (!this.#closed) {
       try {
         const r = await this.#p.nc.request(`${this.#p.name}.fire`, body, { timeout: FIRE_TRY_MS });
-        const answer = dec.decode(r.data);
-        if (answer !== 'ok') this.#p.log.warn({ subscription: sub.id, agent: sub.target_agent, answer }, 'cluster: a fired subscription’s turn did not start at its owner');
+        const { error } = decodeMessage(r.data, 'answer');
+        if (error !== null) this.#p.log.warn({ subscription: sub.id, agent: sub.target_agent, answer: error }, 'cluster: a fired subscription’s turn did not start at its owner');
         return;
       } catch (err) {
         if (performance.now() >= deadline) {
@@ -320,24 +324,25 @@ export class ClusterSync {
   }
 
   #onFire(data: Uint8Array, respond: (b: Uint8Array) => void): void {
-    const m = JSON.parse(dec.decode(data)) as { id: string; partition: number; agent: string; source: string; payload: string; depth: number; budget: number };
+    const m = decodeMessage(data, 'fire');
     // Only the partition's owner answers; the others stay silent.
     if (!this.#p.holds(m.partition)) return;
     const before = this.#firesSeen.get(m.id);
-    if (before !== undefined) return respond(enc.encode(before));
-    const answer = this.#startFired(m);
-    this.#firesSeen.set(m.id, answer);
+    if (before !== undefined) return respond(encodeMessage({ t: 'answer', error: before }));
+    const error = this.#startFired(m);
+    this.#firesSeen.set(m.id, error);
     if (this.#firesSeen.size > FIRES_REMEMBERED) this.#firesSeen.delete(this.#firesSeen.keys().next().value!);
-    respond(enc.encode(answer));
+    respond(encodeMessage({ t: 'answer', error }));
   }
 
-  #startFired(m: { agent: string; source: string; payload: string; depth: number; budget: number }): string {
+  /** Starts a turn fired at this node: null once started, else why not. */
+  #startFired(m: Message<'fire'>): string | null {
     if (!this.#p.agents.has(m.agent)) return `agent "${m.agent}" no longer exists`;
     // The chain continues here with the budget it carried; the depth travels too.
     const chain = this.#p.bus.carriedChain(m.budget);
     const ok = this.#p.pool.sendFor(busTurn(m.agent, m.source, m.payload, m.depth, chain));
     if (!ok) this.#p.bus.chainTurnEnded(chain);
-    return ok ? 'ok' : 'queue full';
+    return ok ? null : 'queue full';
   }
 
   close(): void {

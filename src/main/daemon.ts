@@ -33,13 +33,13 @@ import { limitsOf } from './limits.ts';
 import { ObserverHub } from './bus/observers.ts';
 import { StoragePool } from './hosts/storage-pool.ts';
 import { WriterHost } from './hosts/writer-host.ts';
-import { readStartupState, reloadStoredState, type StartupState } from './startup-state.ts';
+import { readStartupState, type StartupState } from './startup-state.ts';
 import { describeStore, type StoreLocation } from '../shared/store-location.ts';
-import { busTurn } from './turn-request.ts';
 import { chainCutEvent } from './bus/chain-budget.ts';
 import { McpHub } from './hosts/mcp-hub.ts';
-import { ClusterNode } from '../cluster/router.ts';
-import { ClusterSync } from '../cluster/sync.ts';
+import { registerCluster } from '../cluster/cluster-topology.ts';
+import { LocalTopology } from './local-topology.ts';
+import type { Topology } from './topology.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -78,8 +78,8 @@ interface DaemonParts {
   connectionLimits: ConnectionLimits;
   /** Caps open connections per listener. */
   limiter: ConnectionLimiter;
-  /** Cluster mode: this node (routing pair requests to their owners); null on a single node. */
-  cluster: ClusterNode | null;
+  /** One node or many: where pairs run, and what other nodes hear. */
+  topology: Topology;
 }
 
 export class Daemon implements ConnectionHost {
@@ -150,7 +150,7 @@ export class Daemon implements ConnectionHost {
 
   closed(conn: Connection, cancelTurns: boolean): void {
     this.#parts.connections.delete(conn.id);
-    if (cancelTurns) this.#parts.cluster?.connClosed(conn.id);
+    if (cancelTurns) this.#parts.topology.connClosed(conn.id);
     this.#parts.observers.connClosed(conn.id);
     this.#parts.mcp.events.connClosed(conn.id);
     this.#parts.storage?.cancelSearches(conn.id);
@@ -165,7 +165,7 @@ export class Daemon implements ConnectionHost {
   async #shutdown(): Promise<void> {
     const { lifecycle, observers, pool } = this.#parts;
     lifecycle.closing = true;
-    this.#parts.cluster?.beginLeave();
+    this.#parts.topology.leave();
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
     observers.closeAll();
@@ -183,8 +183,8 @@ export class Daemon implements ConnectionHost {
     // Let queued replies reach their sockets, then close them.
     await Promise.all([...this.#parts.connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
     for (const server of this.#servers) if (server.listening) server.close();
-    // Leaves the cluster before the shards go: its partitions are released, so other nodes take them at once.
-    await this.#parts.cluster?.stop();
+    // Before the shards go: a cluster node releases its partitions, so other nodes take them at once.
+    await this.#parts.topology.stop();
     await this.#parts.pool.close();
     await this.#parts.writer?.close();
     await this.#parts.mcp.close();
@@ -195,8 +195,9 @@ export class Daemon implements ConnectionHost {
 
 /**
  * Builds the daemon's parts, each from parts already built: the pool is
- * created first (it only queues until started), so observers, the bus and
- * dispatch can use it; the shards start last, once everything they feed exists.
+ * created first (it only queues until started), so the topology, observers,
+ * the bus and dispatch can use it; the shards start last, once everything
+ * they feed exists, and then the topology serves.
  */
 async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const log = createLogger(config.logLevel, { thread: 'main' });
@@ -206,101 +207,107 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log), onAuthenticated: (s) => limiter.authenticated(s) };
   const store = config.persist ? config.store : null;
   const writeLock = createWriteLockBuffer();
-  // NATS first: a cluster node that cannot reach it fails before anything else starts.
-  const cluster = config.cluster === null ? null : await ClusterNode.connect({ settings: config.cluster, log });
+  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection });
+  // The topology first: a cluster node that cannot reach NATS fails before anything else starts.
+  const topology = config.cluster === null ? new LocalTopology(pool) : await registerCluster({ config, pool, log });
   const { storage, startup } = await openStorage(config, store, writeLock, log);
   const writer = store?.kind === 'sqlite' ? await startWriter(config, store.path, writeLock, log) : null;
   const agents = new AgentRegistry(startup.agents, DEFAULT_AGENT_NAME);
   const lifecycle: Lifecycle = { closing: false };
   const connections = new Map<number, Connection>();
-
   const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, log });
-  // Cluster mode: set once the node serves (it tells the other nodes of changes, fires at each pair's owner, shares agent events).
-  let sync: ClusterSync | null = null;
-  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection });
   mcp.events.limitWith(pool.budget);
-  // Cluster mode: the node's sync decides (other nodes' observers count too), once it exists.
-  const observers = new ObserverHub((watching) => (sync === null ? pool.broadcast({ type: 'observe', watching }) : sync.setWatchingHere(watching)), config.maxObservers, pool.budget);
-  /** Agent events: to this node's observers and, in cluster mode, to the other nodes' (`chain_cut` as well as the shards'). */
+  const observers = new ObserverHub((watching) => topology.watchingChanged(watching), config.maxObservers, pool.budget);
+  /** Agent events (`chain_cut` as well as the shards'): to this node's observers, then wherever the topology shares them. */
   const agentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]): void => {
     observers.broadcast(agentNames, bodies);
-    sync?.agentEvents(agentNames, bodies);
+    topology.agentEvents(agentNames, bodies);
   };
-  const fire = (sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean => {
-    if (!agents.has(sub.target_agent)) {
-      log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
-      return false;
-    }
-    if (sync === null) return pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain));
-    const where = sync.fire(sub, payload, depth, chain);
-    // A turn sent to another node ends there: it no longer holds this node's chain open (after this publish settles).
-    if (where === 'sent' && chain !== 0) queueMicrotask(() => bus.chainTurnEnded(chain));
-    return where !== false;
-  };
-  const chainCut = (sub: SubscriptionInfo, max: number): void => agentEvents([sub.target_agent], [chainCutEvent(sub, max)]);
-  const busCluster = cluster === null ? undefined : { changed: () => sync?.subscriptionsChanged() };
-  const doneWatchChanged = (watched: string[]): void => pool.broadcast({ type: 'done_watch', agents: watched });
-  const busOptions = { storage, log, fire, maxChainTurns: config.maxChainTurns, chainCut, maxSubscriptions: config.maxSubscriptions, cluster: busCluster, doneWatchChanged };
-  const bus = new EventBus(busOptions, startup.subscriptions);
-  const agentsCluster = cluster === null ? undefined : { agentChanged: (n: string) => sync?.agentChanged(n), purgeElsewhere: (n: string) => sync?.purgeElsewhere(n) ?? Promise.resolve() };
+  const bus = createBus(config, { storage, log, agents, topology, pool, agentEvents }, startup.subscriptions);
+  const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: topology.agentChanges });
   const dispatch = createDispatch({
-    pool,
-    storage,
-    bus,
-    observers,
-    agents,
+    pool, storage, bus, observers, agents, agentService, mcp,
     skills: new SkillCatalogue(config.home, log),
-    agentService: new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: agentsCluster }),
-    mcp,
     defaultSender: config.defaultSender,
     startedAt: Date.now(),
     connections: () => connections.size,
     transportStats: () => limiter.stats(),
     limits: limitsOf(config),
     closing: () => lifecycle.closing,
-    clusterStats: () => cluster?.stats() ?? null,
+    clusterStats: () => topology.stats(),
   }, limitLog);
-  // Clients' (and harnesses') requests go through the cluster's routing in cluster mode.
-  const entry: Dispatch = cluster === null ? dispatch : cluster.route;
+  // Clients' (and harnesses') requests go where the topology sends them.
+  const entry = topology.entry(dispatch);
   const harness = new HarnessHost(entry, agents);
+  const outputs = shardOutputs(config, { agents, store, writeLock, harness, mcp, writer, topology, connections, bus, log, agentEvents });
+  writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
+  await Promise.all([pool.start(outputs), mcp.ready]);
+  await topology.serve({ storage, local: dispatch, agents, bus, observers, onAgentsChanged: () => mcp.sync(), closing: () => lifecycle.closing });
+  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology };
+}
 
+type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;
+
+/** The event bus: a fired subscription's turn starts where the topology runs its pair. */
+function createBus(
+  config: ResolvedConfig,
+  p: { storage: StoragePool | null; log: Logger; agents: AgentRegistry; topology: Topology; pool: ShardPool; agentEvents: AgentEvents },
+  subscriptions: readonly SubscriptionInfo[],
+): EventBus {
+  const { agents, log, topology, pool } = p;
+  const fire = (sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean => {
+    if (agents.has(sub.target_agent)) return topology.fire(sub, payload, depth, chain);
+    log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
+    return false;
+  };
+  return new EventBus({
+    storage: p.storage, log, fire, maxChainTurns: config.maxChainTurns, maxSubscriptions: config.maxSubscriptions,
+    chainCut: (sub, max) => p.agentEvents([sub.target_agent], [chainCutEvent(sub, max)]),
+    cluster: topology.sharedSubscriptions,
+    doneWatchChanged: (watched) => pool.broadcast({ type: 'done_watch', agents: watched }),
+  }, subscriptions);
+}
+
+interface ShardFeeds {
+  agents: AgentRegistry;
+  store: StoreLocation | null;
+  writeLock: SharedArrayBuffer;
+  harness: HarnessHost;
+  mcp: McpHub;
+  writer: WriterHost | null;
+  topology: Topology;
+  connections: Map<number, Connection>;
+  bus: EventBus;
+  log: Logger;
+  agentEvents: AgentEvents;
+}
+
+/** What each shard starts with, and where its outputs go. */
+function shardOutputs(config: ResolvedConfig, f: ShardFeeds): ShardOutputs {
+  const { topology, connections, bus, log } = f;
   const crashToken = process.env[CRASH_TOKEN_ENV] || null;
   if (crashToken !== null) log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
   const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
-  const outputs: ShardOutputs = {
+  return {
     init: (index) => ({
-      index, shards: config.workers, agents: agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
-      crashToken, store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock, harnessPort: harness.portForShard(),
-      mcpPort: mcp.portForShard(), writerPort: writer?.portForShard() ?? null,
-      fences: cluster === null ? null : { partitions: cluster.fences.partitions, buffer: cluster.fences.buffer },
+      index, shards: config.workers, agents: f.agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
+      crashToken, store: f.store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock: f.writeLock,
+      harnessPort: f.harness.portForShard(), mcpPort: f.mcp.portForShard(), writerPort: f.writer?.portForShard() ?? null, fences: topology.fences,
     }),
     // A forwarded call keeps views of the bytes: it takes no `written`, so their buffer stays in main.
     deliver: (conn, frames, written) => {
       const local = connections.get(conn);
       if (local !== undefined) return local.write(frames, written);
-      const forwarded = cluster?.forwarded(conn);
+      const forwarded = topology.forwarded(conn);
       if (forwarded !== undefined) forwarded.write(frames);
       else written?.(); // the connection is gone: nothing holds the bytes
     },
-    agentEvents,
+    agentEvents: f.agentEvents,
     finished: ({ agent, text, depth, chain }) => {
       bus.publish(`agent:${agent}:done`, text, depth, chain).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));
     },
     chainTurnEnded: (chain) => bus.chainTurnEnded(chain),
   };
-  writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
-  await Promise.all([pool.start(outputs), mcp.ready]);
-  if (cluster !== null) {
-    await cluster.start({ pool, storage: storage!, local: dispatch, defaultSender: config.defaultSender, highWaterBytes: config.highWaterBytes, hardLimitBytes: config.hardLimitBytes, closing: () => lifecycle.closing });
-    sync = new ClusterSync({
-      nc: cluster.nc, name: config.cluster!.name, node: config.cluster!.node, partitions: config.cluster!.partitions,
-      agents, pool, bus, reload: () => reloadStoredState(storage!, config, log), holds: (p) => cluster.holds(p), liveNodes: () => cluster.liveNodes(),
-      onAgentsChanged: () => mcp.sync(), holdMs: cluster.holdMs, leaseMs: config.cluster!.lease_ms, observers, log,
-    });
-    cluster.onStop(() => sync?.close());
-    log.info({ node: config.cluster!.node, cluster: config.cluster!.name }, 'cluster node serving');
-  }
-  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, cluster };
 }
 
 /**

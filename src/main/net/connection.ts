@@ -35,6 +35,8 @@ export interface ConnectionLimits {
 type State = 'open' | 'closing' | 'closed';
 
 const CLOSE_LINGER_MS = 2_000;
+/** Written to learn when the writes before it completed (`drained`). */
+const EMPTY = new Uint8Array(0);
 /**
  * Past the hard limit a connection is cut only if its peer read nothing for
  * this long: a reader that keeps reading is never cut, however far behind a
@@ -252,6 +254,15 @@ export class Connection implements FrameSink {
   /** Bytes queued on the socket and not yet sent (observers drop events past a bound). */
   backlog(): number {
     return this.#socket.writableLength;
+  }
+
+  /**
+   * Resolves once every byte written so far has gone out (at once when none
+   * waits): an empty write completes only after all the writes before it.
+   */
+  drained(): Promise<void> {
+    if (this.#state !== 'open' || this.#socket.writableLength === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#socket.write(EMPTY, () => resolve()));
   }
 
   readonly #onDrain = (): void => {

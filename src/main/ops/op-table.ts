@@ -23,6 +23,8 @@ export interface Requester extends ObserverSink {
   readonly id: number;
   /** Sends the request's single LAST frame, encoded by main. */
   reply(req: number, value: FrameBody): void;
+  /** Resolves once the bytes queued for it went out (a slow reader caught up); absent where nothing queues. */
+  drained?(): Promise<void>;
 }
 
 export interface DispatchContext {

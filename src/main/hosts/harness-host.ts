@@ -21,7 +21,7 @@
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink';
-import { nodeEndpoint } from '../../shared/comlink-node.ts';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { AgentdError, Code, isCode } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import type { AgentConfig, Capability } from '../../shared/config.ts';

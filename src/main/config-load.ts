@@ -13,13 +13,12 @@ import {
   deepFreeze,
   defaultAgents,
   parseTcp,
-  validateClusterSettings,
   validateFileSettings,
-  type ClusterSettings,
   type FileSettings,
   type ResolvedConfig,
   type TcpAddress,
 } from '../shared/config.ts';
+import { validateClusterSettings, type ClusterSettings } from '../shared/cluster-settings.ts';
 import { parseStoreUrl, type StoreLocation } from '../shared/store-location.ts';
 import { checkHarnessModulesAtStart } from './hosts/harness-modules.ts';
 

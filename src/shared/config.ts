@@ -4,11 +4,13 @@
  * trusts the resolved, frozen result and never re-checks it.
  */
 import { isPlainMap } from './args.ts';
-import { AgentdError, Code } from './errors.ts';
+import { bool, boundedInt, ConfigError, onlyKeys, positiveInt, string, stringList, stringMap } from './config-checks.ts';
 import { HARNESS_NAME_RULE, isHarnessModuleName } from './harness-module.ts';
-import { withoutPassword } from './redact.ts';
-import { DEFAULT_PARTITIONS, NODE_NAME } from './partitions.ts';
 import type { StoreLocation } from './store-location.ts';
+import type { ClusterSettings } from './cluster-settings.ts';
+
+export { ConfigError };
+export type { ClusterSettings };
 
 export interface EchoOptions {
   /** Awaited, cancellable wait before each chunk, in milliseconds (at most ECHO_MAX.delay_ms). */
@@ -190,14 +192,6 @@ export const DEFAULTS = {
   walMaxBytes: 64 * 1024 * 1024,
 } as const;
 
-/** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
-export class ConfigError extends AgentdError {
-  constructor(source: string, field: string, what: string) {
-    super(Code.BadRequest, `${source}: ${field} ${what}`);
-    this.name = 'ConfigError';
-  }
-}
-
 const AGENT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 
 export function isValidAgentName(name: string): boolean {
@@ -264,54 +258,10 @@ const ECHO_KEYS = ['delay_ms', 'cpu_us'];
 const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers', 'timeout_ms'];
 const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers', 'eager', 'auto_restart'];
 
-function positiveInt(v: unknown, source: string, field: string, min = 1): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-    throw new ConfigError(source, field, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
-  }
-  return v;
-}
-
-function boundedInt(v: unknown, source: string, field: string, min: number, max: number): number {
-  if (typeof v === 'number' && Number.isInteger(v) && v > max) {
-    throw new ConfigError(source, field, `must be an integer >= ${min} and <= ${max}, got ${JSON.stringify(v)}`);
-  }
-  return positiveInt(v, source, field, min);
-}
-
-function string(v: unknown, source: string, field: string, allowEmpty = true): string {
-  if (typeof v !== 'string' || (!allowEmpty && v === '')) {
-    throw new ConfigError(source, field, `must be a ${allowEmpty ? '' : 'non-empty '}string, got ${JSON.stringify(v)}`);
-  }
-  return v;
-}
-
-function onlyKeys(map: Record<string, unknown>, allowed: string[], source: string, path: string): void {
-  for (const key of Object.keys(map)) {
-    if (!allowed.includes(key)) {
-      throw new ConfigError(source, path ? `${path}.${key}` : key, `is not a known option (known: ${allowed.join(', ')})`);
-    }
-  }
-}
-
-function stringList(v: unknown, source: string, field: string): string[] {
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new ConfigError(source, field, 'must be a list of strings');
-  return [...v] as string[];
-}
-
-function stringMap(v: unknown, source: string, field: string): Record<string, string> {
-  if (!isPlainMap(v) || !Object.values(v).every((x) => typeof x === 'string')) throw new ConfigError(source, field, 'must be a map of strings');
-  return { ...(v as Record<string, string>) };
-}
-
 function toolTimeout(v: unknown, source: string, field: string): number {
   const ms = positiveInt(v, source, field);
   if (ms > MAX_TOOL_TIMEOUT_MS) throw new ConfigError(source, field, `must be at most ${MAX_TOOL_TIMEOUT_MS} (one hour), got ${ms}`);
   return ms;
-}
-
-function bool(v: unknown, source: string, field: string): boolean {
-  if (typeof v !== 'boolean') throw new ConfigError(source, field, `must be true or false, got ${JSON.stringify(v)}`);
-  return v;
 }
 
 /**
@@ -496,60 +446,3 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** A node's cluster settings (issue 16): `cluster` in agentd.json, or `--cluster URL --node NAME`. */
-export interface ClusterSettings {
-  /** The cluster's name: its NATS key-value bucket and the prefix of its subjects (several clusters may share one NATS). */
-  name: string;
-  /** NATS server URLs (nats:// or tls://), the first reachable one used. */
-  nats: string[];
-  /** This node's name: unique in the cluster. */
-  node: string;
-  /** Fixed for the life of the cluster. */
-  partitions: number;
-  /** How long a silent node keeps its partitions from the others. */
-  lease_ms: number;
-}
-
-const CLUSTER_KEYS = ['name', 'nats', 'node', 'partitions', 'lease_ms'];
-export const DEFAULT_CLUSTER_NAME = 'agentd_cluster';
-export const DEFAULT_LEASE_MS = 5_000;
-const MAX_PARTITIONS = 65_536;
-const LEASE_MS_RANGE = [500, 600_000] as const;
-
-/**
- * Validates `cluster: {nats, node, partitions, lease_ms}` against the store
- * the node uses: the nodes of a cluster share their conversations through
- * PostgreSQL, so any other store is refused, saying so.
- */
-export function validateClusterSettings(raw: unknown, source: string, store: StoreLocation): ClusterSettings {
-  if (!isPlainMap(raw)) throw new ConfigError(source, 'cluster', 'must be an object {nats, node, name, partitions, lease_ms}');
-  onlyKeys(raw, CLUSTER_KEYS, source, 'cluster');
-  const name = raw.name === undefined ? DEFAULT_CLUSTER_NAME : string(raw.name, source, 'cluster.name', false);
-  if (!NODE_NAME.test(name)) throw new ConfigError(source, 'cluster.name', `must be 1-64 of letters, digits, "-" and "_", got ${JSON.stringify(name)}`);
-  const nats = string(raw.nats, source, 'cluster.nats', false)
-    .split(',')
-    .map((u) => u.trim());
-  for (const u of nats) {
-    let url: URL | null = null;
-    try {
-      url = new URL(u);
-    } catch {
-      // reported below
-    }
-    if (url === null || (url.protocol !== 'nats:' && url.protocol !== 'tls:') || url.hostname === '') {
-      throw new ConfigError(source, 'cluster.nats', `must be nats://HOST:PORT (or tls://), several separated by commas; got ${JSON.stringify(withoutPassword(u))}`);
-    }
-  }
-  const node = string(raw.node, source, 'cluster.node', false);
-  if (!NODE_NAME.test(node)) throw new ConfigError(source, 'cluster.node', `must be 1-64 of letters, digits, "-" and "_", got ${JSON.stringify(node)}`);
-  const partitions = raw.partitions === undefined ? DEFAULT_PARTITIONS : boundedInt(raw.partitions, source, 'cluster.partitions', 1, MAX_PARTITIONS);
-  const lease_ms = raw.lease_ms === undefined ? DEFAULT_LEASE_MS : boundedInt(raw.lease_ms, source, 'cluster.lease_ms', ...LEASE_MS_RANGE);
-  if (store.kind !== 'postgres') {
-    throw new ConfigError(
-      source,
-      'cluster',
-      `needs a PostgreSQL store that every node shares ("store": "postgres://…" or --store), not the SQLite file ${store.path}`,
-    );
-  }
-  return { name, nats, node, partitions, lease_ms };
-}

@@ -7,6 +7,7 @@
  * (storage/sqlite/group-commit.ts).
  */
 import type { MessagePort } from 'node:worker_threads';
+import type { TurnRecord } from '../../storage/contract.ts';
 
 /** What the writer thread starts with (workerData). */
 export interface WriterInit {
@@ -33,4 +34,19 @@ export type FromWriter = { type: 'ready' } | { type: 'closed' };
 export interface WriterPortMessage {
   type: 'writer_port';
   port: MessagePort;
+}
+
+/** Per turn: its conversation's row id, or the message of why it was not stored. */
+export type CommitResult = number | string;
+
+/** Shard → writer, on the shard's port. */
+export interface CommitRequest {
+  id: number;
+  turns: TurnRecord[];
+}
+
+/** Writer → shard: one result per turn of request `id`, in order. */
+export interface CommitReply {
+  id: number;
+  results: CommitResult[];
 }

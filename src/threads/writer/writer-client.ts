@@ -7,7 +7,7 @@
  * (`attach`). Until it does, a batch is refused at once with the same error.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { CommitReply, CommitRequest, CommitResult } from '../../storage/sqlite/group-commit.ts';
+import type { CommitReply, CommitRequest, CommitResult } from './messages.ts';
 import type { TurnRecord } from '../../storage/contract.ts';
 
 /** The writer was lost before it answered: whether the batch was committed is for the caller to find out. */

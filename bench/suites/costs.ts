@@ -19,7 +19,7 @@ import { validateAgentConfig } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { INDEX_BATCH, openDatabase, prepareDatabaseFile } from '../../src/storage/sqlite/db.ts';
 import { createWriteLockBuffer, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
-import type { TurnRequest } from '../../src/shared/threads.ts';
+import type { TurnRequest } from '../../src/shared/threads/shard-messages.ts';
 import type { BenchContext } from '../lib/context.ts';
 import { median, spread } from '../lib/load.ts';
 

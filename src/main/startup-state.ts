@@ -6,7 +6,7 @@
  * main validates what it gets, before any shard starts.
  */
 import { defaultAgents, validateAgentConfig, type AgentConfig, type ResolvedConfig } from '../shared/config.ts';
-import type { StoredStartupState } from '../shared/threads.ts';
+import type { StoredStartupState } from '../threads/storage/messages.ts';
 import type { Logger } from '../shared/log.ts';
 import type { SubscriptionInfo } from './bus/event-bus.ts';
 import type { StoragePool } from './hosts/storage-pool.ts';

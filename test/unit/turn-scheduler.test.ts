@@ -8,7 +8,7 @@ import { TurnScheduler } from '../../src/shard/turn-scheduler.ts';
 import { Models } from '../../src/models/index.ts';
 import { NO_TOOLS } from '../../src/shard/tools/tools.ts';
 import type { Harness } from '../../src/shard/tools/harness.ts';
-import type { PairRequest } from '../../src/shared/threads.ts';
+import type { PairRequest } from '../../src/shared/threads/shard-messages.ts';
 import { validateAgentConfig } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { turnRequest } from '../../src/main/turn-request.ts';

@@ -27,7 +27,7 @@ import { isPlainMap } from '../../shared/args.ts';
 import type { AgentConfig, Capability } from '../../shared/config.ts';
 import type { AgentRegistry } from '../agent-registry.ts';
 import type { Dispatch, Requester } from '../dispatch.ts';
-import type { CapabilityCaller, HarnessHostApi } from '../../shared/threads.ts';
+import type { CapabilityCaller, HarnessHostApi } from '../../shared/threads/harness-host-api.ts';
 
 
 /** Requester ids of the host: above any connection id, so shard frames never route here. */

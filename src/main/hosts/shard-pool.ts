@@ -27,18 +27,8 @@ import { frameOf, FLAG_LAST, utf8Text } from '../../shared/codec.ts';
 import { forEachSection, readEventList } from '../../shared/byte-layouts.ts';
 import { shardOf } from '../../shared/hash.ts';
 import { StopReason, zeroUsage, type EndEvent } from '../../shared/protocol.ts';
-import {
-  Heartbeat,
-  type ActiveConversation,
-  type FromShard,
-  type FrameBatch,
-  type ShardInit,
-  type StalledTurn,
-  type StopRequest,
-  type ToShard,
-  type TurnFinished,
-  type TurnRequest,
-} from '../../shared/threads.ts';
+import { Heartbeat } from '../../shared/threads/heartbeat.ts';
+import type { ActiveConversation, FromShard, FrameBatch, ShardInit, StalledTurn, StopRequest, ToShard, TurnFinished, TurnRequest } from '../../shared/threads/shard-messages.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { WriterPortMessage } from '../../threads/writer/messages.ts';
 import { ownerToken, WriteLock } from '../../storage/sqlite/write-lock.ts';

@@ -8,7 +8,7 @@
  */
 import { Piscina } from 'piscina';
 import { workerScript } from './worker-script.ts';
-import type { StorageInit, StorageTask } from '../../shared/threads.ts';
+import type { StorageInit, StorageTask } from '../../threads/storage/messages.ts';
 import type { StoreLocation } from '../../shared/store-location.ts';
 
 /**

@@ -4,7 +4,7 @@
  */
 import { SEARCH_LIMITS } from '../../shared/protocol.ts';
 import { AgentdError, Code } from '../../shared/errors.ts';
-import type { StorageTask } from '../../shared/threads.ts';
+import type { StorageTask } from '../../threads/storage/messages.ts';
 import type { Args } from '../../shared/args.ts';
 import { op, ROUTED, type ArgReader, type DispatchContext, type Handler, type OpTable } from './op-table.ts';
 

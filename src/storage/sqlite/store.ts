@@ -12,7 +12,7 @@
 import type { Db } from './db.ts';
 import type { Transaction } from 'better-sqlite3';
 import { now, unindexMessages } from './db.ts';
-import type { StalledTurn } from '../../shared/threads.ts';
+import type { StalledTurn } from '../../shared/threads/shard-messages.ts';
 import type { Message } from '../../models/types.ts';
 import { TITLE_CHARS } from '../../shard/conversation.ts';
 import type { WriteLock } from './write-lock.ts';

@@ -16,7 +16,7 @@ export interface WriterInit {
   /** The shared write lock, taken around each commit. */
   writeLock: SharedArrayBuffer;
   logLevel: string;
-  /** The watchdog's cells (see Heartbeat in threads.ts): the writer bumps BEAT every heartbeatMs. */
+  /** The watchdog's cells (see Heartbeat in shared/threads/heartbeat.ts): the writer bumps BEAT every heartbeatMs. */
   heartbeat: SharedArrayBuffer;
   heartbeatMs: number;
   /** Test-only fault injection (AGENTD_TEST_WRITER_CRASH_TOKEN / _STALL_TOKEN): a turn holding this content crashes / freezes the writer. */

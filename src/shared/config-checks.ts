@@ -1,8 +1,11 @@
 /**
  * The checks every configuration field goes through (config.ts, the cluster
  * settings, store-location.ts): each throws a ConfigError that names the
- * source, the field and what is wrong.
+ * source, the field and what is wrong. The zod schemas below say it in the
+ * same words as the hand-written checks, which remain where a rule spans
+ * fields or the order of checks shapes the message.
  */
+import { z } from 'zod';
 import { isPlainMap } from './args.ts';
 import { AgentdError, Code } from './errors.ts';
 
@@ -48,12 +51,62 @@ export function stringList(v: unknown, source: string, field: string): string[] 
   return [...v] as string[];
 }
 
-export function stringMap(v: unknown, source: string, field: string): Record<string, string> {
-  if (!isPlainMap(v) || !Object.values(v).every((x) => typeof x === 'string')) throw new ConfigError(source, field, 'must be a map of strings');
-  return { ...(v as Record<string, string>) };
+const got = (iss: { input?: unknown }): string => `got ${JSON.stringify(iss.input)}`;
+
+/** zod: an integer >= `min` (a safe integer: zod's int refuses anything beyond). */
+export function atLeast(min: number): z.ZodInt {
+  const error = (iss: { input?: unknown }): string => `must be an integer >= ${min}, ${got(iss)}`;
+  return z.int({ error }).min(min, { error });
 }
 
-export function bool(v: unknown, source: string, field: string): boolean {
-  if (typeof v !== 'boolean') throw new ConfigError(source, field, `must be true or false, got ${JSON.stringify(v)}`);
-  return v;
+/** zod: an integer >= `min` and <= `max`, said as boundedInt says it. */
+export function between(min: number, max: number): z.ZodInt {
+  const low = (iss: { input?: unknown }): string => `must be an integer >= ${min}, ${got(iss)}`;
+  const high = (iss: { input?: unknown }): string => `must be an integer >= ${min} and <= ${max}, ${got(iss)}`;
+  // An integer past zod's safe range is too big too: say the bound, as for any other.
+  return z.int({ error: (iss) => (iss.code === 'too_big' ? high(iss) : low(iss)) }).min(min, { error: low }).max(max, { error: high });
+}
+
+/** zod: a list of strings. */
+export function strings(): z.ZodType<string[]> {
+  const list = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'string');
+  return z.custom<string[]>(list, { error: 'must be a list of strings' }).transform((v) => [...v]);
+}
+
+/** zod: a map of strings (headers, environment). */
+export function stringTable(): z.ZodType<Record<string, string>> {
+  const table = (v: unknown): boolean => isPlainMap(v) && Object.values(v).every((x) => typeof x === 'string');
+  return z.custom<Record<string, string>>(table, { error: 'must be a map of strings' }).transform((v) => ({ ...v }));
+}
+
+/** zod: an http:// or https:// URL. */
+export function httpUrl(): z.ZodString {
+  return text(false).regex(/^https?:\/\//, { error: 'must be an http:// or https:// URL' });
+}
+
+/** zod: a string, or a non-empty one. */
+export function text(allowEmpty = true): z.ZodString {
+  const error = (iss: { input?: unknown }): string => `must be a ${allowEmpty ? '' : 'non-empty '}string, ${got(iss)}`;
+  return allowEmpty ? z.string({ error }) : z.string({ error }).min(1, { error });
+}
+
+/** zod: true or false. */
+export function flag(): z.ZodBoolean {
+  return z.boolean({ error: (iss) => `must be true or false, ${got(iss)}` });
+}
+
+/**
+ * Parses `raw` (a plain object) with a strict object schema; the first
+ * problem becomes a ConfigError naming its field (an unknown key first, as
+ * onlyKeys reports it).
+ */
+export function parseFields<S extends z.ZodObject>(schema: S, raw: Record<string, unknown>, source: string, path: string): z.output<S> {
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues;
+  const unknown = issues.find((i) => i.code === 'unrecognized_keys');
+  if (unknown !== undefined) onlyKeys(raw, Object.keys(schema.shape), source, path);
+  const first = issues[0]!;
+  const field = [path, ...first.path.map(String)].filter((p) => p !== '').join('.');
+  throw new ConfigError(source, field, first.message);
 }

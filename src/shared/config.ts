@@ -4,7 +4,8 @@
  * trusts the resolved, frozen result and never re-checks it.
  */
 import { isPlainMap } from './args.ts';
-import { bool, boundedInt, ConfigError, onlyKeys, positiveInt, string, stringList, stringMap } from './config-checks.ts';
+import { z } from 'zod';
+import { atLeast, between, ConfigError, flag, httpUrl, onlyKeys, parseFields, string, stringList, stringTable, strings, text } from './config-checks.ts';
 import { HARNESS_NAME_RULE, isHarnessModuleName } from './harness-module.ts';
 import type { StoreLocation } from './store-location.ts';
 import type { ClusterSettings } from './cluster-settings.ts';
@@ -213,56 +214,75 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-/** Validates a file's worth of settings; the result holds only the keys present. */
-export interface FileSettings {
-  workers?: number;
+/**
+ * The file's own settings, checked by zod; `providers` and `agents` are
+ * checked by hand below (a provider named by an agent must exist), and
+ * `cluster` against the store once that is known (validateClusterSettings).
+ */
+const FILE_SCHEMA = z
+  .strictObject({
+    workers: atLeast(1),
+    tcp: text(),
+    token: text(false),
+    tcp_insecure: flag(),
+    auth_timeout_ms: atLeast(1),
+    max_connections: atLeast(1),
+    max_body_bytes: atLeast(1),
+    max_elements: atLeast(1),
+    high_water_bytes: atLeast(1),
+    hard_limit_bytes: atLeast(1),
+    shutdown_grace_ms: atLeast(0),
+    default_sender: text(false),
+    log_level: text().refine((level) => LOG_LEVELS.includes(level), { error: `must be one of ${LOG_LEVELS.join(', ')}` }),
+    providers: z.unknown(),
+    persist: flag(),
+    /** `sqlite`, `sqlite:PATH` or a `postgres://` URL, parsed against $AGENTD_HOME once that is known (resolveConfig). */
+    store: text(false),
+    memory_conversations: atLeast(1),
+    memory_bytes: atLeast(1),
+    storage_threads: atLeast(1),
+    agents: z.unknown(),
+    max_agents: atLeast(1),
+    max_subscriptions: atLeast(1),
+    max_observers: atLeast(1),
+    // Below 100 ms a busy but healthy shard (a large commit) would be taken for a stalled one.
+    shard_stall_ms: atLeast(100),
+    max_chain_turns: atLeast(1),
+    max_queued_turns: atLeast(1),
+    wal_max_bytes: atLeast(1),
+    cluster: z.custom<Record<string, unknown>>(isPlainMap, { error: 'must be an object {nats, node, name, partitions, lease_ms}' }),
+  })
+  .partial();
+
+type FileFields = z.output<typeof FILE_SCHEMA>;
+
+/** A file's worth of settings; the result holds only the keys present. */
+export interface FileSettings extends Omit<FileFields, 'tcp' | 'providers' | 'agents'> {
   tcp?: TcpAddress | null;
-  token?: string;
-  tcp_insecure?: boolean;
-  auth_timeout_ms?: number;
-  max_connections?: number;
-  max_body_bytes?: number;
-  max_elements?: number;
-  high_water_bytes?: number;
-  hard_limit_bytes?: number;
-  shutdown_grace_ms?: number;
-  default_sender?: string;
-  log_level?: string;
   providers?: Record<string, ProviderConfig>;
-  persist?: boolean;
-  /** `sqlite`, `sqlite:PATH` or a `postgres://` URL (see store-location.ts). */
-  store?: string;
-  memory_conversations?: number;
-  memory_bytes?: number;
-  storage_threads?: number;
-  max_agents?: number;
-  max_subscriptions?: number;
-  max_observers?: number;
-  shard_stall_ms?: number;
-  max_chain_turns?: number;
-  max_queued_turns?: number;
-  wal_max_bytes?: number;
   agents?: Record<string, AgentConfig>;
-  /** Checked against the store once that is known (validateClusterSettings, in resolveConfig). */
-  cluster?: Record<string, unknown>;
 }
 
-const FILE_KEYS = [
-  'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'store', 'memory_conversations', 'memory_bytes', 'storage_threads', 'agents',
-  'max_agents', 'max_subscriptions', 'max_observers',
-  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes', 'cluster',
-];
-const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
-const ECHO_KEYS = ['delay_ms', 'cpu_us'];
-const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers', 'timeout_ms'];
-const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers', 'eager', 'auto_restart'];
 
-function toolTimeout(v: unknown, source: string, field: string): number {
-  const ms = positiveInt(v, source, field);
-  if (ms > MAX_TOOL_TIMEOUT_MS) throw new ConfigError(source, field, `must be at most ${MAX_TOOL_TIMEOUT_MS} (one hour), got ${ms}`);
-  return ms;
-}
+const AGENT_SCHEMA = z.strictObject({
+  model: text(false).default(AGENT_DEFAULTS.model),
+  provider: text(false).nullable().default(null),
+  description: text().default(AGENT_DEFAULTS.description),
+  system_prompt: text().default(''),
+  max_iterations: atLeast(1).default(AGENT_DEFAULTS.max_iterations),
+  thinking: flag().default(false),
+  skills: strings().default(() => []),
+  tools: strings().nullable().default(null),
+  harnesses: z.unknown().optional(),
+  tool_timeout_ms: atLeast(1)
+    .max(MAX_TOOL_TIMEOUT_MS, { error: (iss) => `must be at most ${MAX_TOOL_TIMEOUT_MS} (one hour), got ${JSON.stringify(iss.input)}` })
+    .default(AGENT_DEFAULTS.tool_timeout_ms),
+  mcps: z.unknown().optional(),
+  echo: z.unknown().optional(),
+  session_search: z.enum(SESSION_SEARCH_SCOPES, { error: (iss) => `must be "sender" or "agent", got ${JSON.stringify(iss.input)}` }).default('sender'),
+});
+
+const ECHO_SCHEMA = z.strictObject({ delay_ms: between(0, ECHO_MAX.delay_ms).default(0), cpu_us: between(0, ECHO_MAX.cpu_us).default(0) });
 
 /**
  * Validates one agent's configuration field by field; a ConfigError names the
@@ -270,167 +290,98 @@ function toolTimeout(v: unknown, source: string, field: string): number {
  */
 export function validateAgentConfig(raw: unknown, source: string, path: string, providers: readonly string[] = []): AgentConfig {
   if (!isPlainMap(raw)) throw new ConfigError(source, path, 'must be an object');
-  onlyKeys(raw, AGENT_KEYS, source, path);
-  const echo: EchoOptions = { delay_ms: 0, cpu_us: 0 };
-  if (raw.echo !== undefined) {
-    if (!isPlainMap(raw.echo)) throw new ConfigError(source, `${path}.echo`, 'must be an object');
-    onlyKeys(raw.echo, ECHO_KEYS, source, `${path}.echo`);
-    if (raw.echo.delay_ms !== undefined) echo.delay_ms = boundedInt(raw.echo.delay_ms, source, `${path}.echo.delay_ms`, 0, ECHO_MAX.delay_ms);
-    if (raw.echo.cpu_us !== undefined) echo.cpu_us = boundedInt(raw.echo.cpu_us, source, `${path}.echo.cpu_us`, 0, ECHO_MAX.cpu_us);
+  const f = parseFields(AGENT_SCHEMA, raw, source, path);
+  if (f.model !== 'echo' && f.provider === null) {
+    throw new ConfigError(source, `${path}.provider`, `is required for model "${f.model}" (only "echo" is built in)`);
   }
-  const model = raw.model === undefined ? AGENT_DEFAULTS.model : string(raw.model, source, `${path}.model`, false);
-  const provider = raw.provider === undefined || raw.provider === null ? null : string(raw.provider, source, `${path}.provider`, false);
-  if (model !== 'echo' && provider === null) {
-    throw new ConfigError(source, `${path}.provider`, `is required for model "${model}" (only "echo" is built in)`);
-  }
-  if (provider !== null && !providers.includes(provider)) {
+  if (f.provider !== null && !providers.includes(f.provider)) {
     throw new ConfigError(source, `${path}.provider`, `names no configured provider (configured: ${providers.join(', ') || 'none'})`);
   }
-  const harnesses: HarnessConfig[] = [];
-  if (raw.harnesses !== undefined) {
-    if (!Array.isArray(raw.harnesses)) throw new ConfigError(source, `${path}.harnesses`, 'must be a list of {module, capabilities}');
-    raw.harnesses.forEach((h, i) => {
-      const at = `${path}.harnesses[${i}]`;
-      if (!isPlainMap(h)) throw new ConfigError(source, at, 'must be an object {module, capabilities}');
-      onlyKeys(h, ['module', 'capabilities'], source, at);
-      const caps = h.capabilities === undefined ? [] : stringList(h.capabilities, source, `${at}.capabilities`);
-      for (const c of caps) {
-        if (!(CAPABILITIES as readonly string[]).includes(c)) throw new ConfigError(source, `${at}.capabilities`, `has unknown capability "${c}" (known: ${CAPABILITIES.join(', ')})`);
-      }
-      const module = string(h.module, source, `${at}.module`, false);
-      if (!isHarnessModuleName(module)) throw new ConfigError(source, `${at}.module`, `${HARNESS_NAME_RULE}, got ${JSON.stringify(module)}`);
-      harnesses.push({ module, capabilities: caps as Capability[] });
-    });
-  }
+  if (f.echo !== undefined && !isPlainMap(f.echo)) throw new ConfigError(source, `${path}.echo`, 'must be an object');
+  const echo: EchoOptions = parseFields(ECHO_SCHEMA, f.echo ?? {}, source, `${path}.echo`);
+  const harnesses = f.harnesses === undefined ? [] : validateHarnesses(f.harnesses, source, `${path}.harnesses`);
   const mcps: Record<string, McpConfig> = {};
-  if (raw.mcps !== undefined) {
-    if (!isPlainMap(raw.mcps)) throw new ConfigError(source, `${path}.mcps`, 'must be a map of name -> MCP server settings');
-    for (const [name, m] of Object.entries(raw.mcps)) mcps[name] = validateMcpConfig(m, source, `${path}.mcps.${name}`, name);
+  if (f.mcps !== undefined) {
+    if (!isPlainMap(f.mcps)) throw new ConfigError(source, `${path}.mcps`, 'must be a map of name -> MCP server settings');
+    for (const [name, m] of Object.entries(f.mcps)) mcps[name] = validateMcpConfig(m, source, `${path}.mcps.${name}`, name);
   }
-  return {
-    model,
-    provider,
-    description: raw.description === undefined ? AGENT_DEFAULTS.description : string(raw.description, source, `${path}.description`),
-    system_prompt: raw.system_prompt === undefined ? '' : string(raw.system_prompt, source, `${path}.system_prompt`),
-    max_iterations:
-      raw.max_iterations === undefined ? AGENT_DEFAULTS.max_iterations : positiveInt(raw.max_iterations, source, `${path}.max_iterations`),
-    thinking: raw.thinking === undefined ? false : bool(raw.thinking, source, `${path}.thinking`),
-    skills: raw.skills === undefined ? [] : stringList(raw.skills, source, `${path}.skills`),
-    tools: raw.tools === undefined || raw.tools === null ? null : stringList(raw.tools, source, `${path}.tools`),
-    harnesses,
-    tool_timeout_ms: raw.tool_timeout_ms === undefined ? AGENT_DEFAULTS.tool_timeout_ms : toolTimeout(raw.tool_timeout_ms, source, `${path}.tool_timeout_ms`),
-    mcps,
-    echo,
-    session_search: sessionSearchScope(raw.session_search, source, `${path}.session_search`),
-  };
+  const { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, tool_timeout_ms, session_search } = f;
+  return { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, harnesses, tool_timeout_ms, mcps, echo, session_search };
 }
 
-function sessionSearchScope(v: unknown, source: string, field: string): SessionSearchScope {
-  if (v === undefined) return 'sender';
-  if (!(SESSION_SEARCH_SCOPES as readonly unknown[]).includes(v)) {
-    throw new ConfigError(source, field, `must be "sender" or "agent", got ${JSON.stringify(v)}`);
-  }
-  return v as SessionSearchScope;
+/** A harness list: each a module name in $AGENTD_HOME/harness and the capabilities it is granted. */
+function validateHarnesses(raw: unknown, source: string, path: string): HarnessConfig[] {
+  if (!Array.isArray(raw)) throw new ConfigError(source, path, 'must be a list of {module, capabilities}');
+  return raw.map((h: unknown, i) => {
+    const at = `${path}[${i}]`;
+    if (!isPlainMap(h)) throw new ConfigError(source, at, 'must be an object {module, capabilities}');
+    onlyKeys(h, ['module', 'capabilities'], source, at);
+    const caps = h.capabilities === undefined ? [] : stringList(h.capabilities, source, `${at}.capabilities`);
+    for (const c of caps) {
+      if (!(CAPABILITIES as readonly string[]).includes(c)) throw new ConfigError(source, `${at}.capabilities`, `has unknown capability "${c}" (known: ${CAPABILITIES.join(', ')})`);
+    }
+    const module = string(h.module, source, `${at}.module`, false);
+    if (!isHarnessModuleName(module)) throw new ConfigError(source, `${at}.module`, `${HARNESS_NAME_RULE}, got ${JSON.stringify(module)}`);
+    return { module, capabilities: caps as Capability[] };
+  });
 }
+
+const MCP_SCHEMA = z
+  .strictObject({ command: text(false), args: strings(), url: httpUrl(), env: stringTable(), headers: stringTable(), eager: flag(), auto_restart: flag() })
+  .partial();
 
 /** One MCP server's settings: stdio (`command`) or Streamable HTTP (`url`), never both. */
 export function validateMcpConfig(m: unknown, source: string, at: string, name: string): McpConfig {
   if (!MCP_SERVER_NAME.test(name)) throw new ConfigError(source, at, 'is not a valid MCP server name (1-48 letters, digits, "-", "_")');
   if (!isPlainMap(m)) throw new ConfigError(source, at, 'must be an object');
-  onlyKeys(m, MCP_KEYS, source, at);
-  const mcp: McpConfig = {};
-  if (m.command !== undefined) mcp.command = string(m.command, source, `${at}.command`, false);
-  if (m.args !== undefined) mcp.args = stringList(m.args, source, `${at}.args`);
-  if (m.url !== undefined) mcp.url = string(m.url, source, `${at}.url`, false);
-  if (m.env !== undefined) mcp.env = stringMap(m.env, source, `${at}.env`);
-  if (m.headers !== undefined) mcp.headers = stringMap(m.headers, source, `${at}.headers`);
-  if (m.eager !== undefined) mcp.eager = bool(m.eager, source, `${at}.eager`);
-  if (m.auto_restart !== undefined) mcp.auto_restart = bool(m.auto_restart, source, `${at}.auto_restart`);
+  const mcp: McpConfig = parseFields(MCP_SCHEMA, m, source, at);
   if ((mcp.command === undefined) === (mcp.url === undefined)) {
     throw new ConfigError(source, at, 'needs exactly one of "command" (stdio) and "url" (Streamable HTTP)');
   }
-  if (mcp.url !== undefined && !/^https?:\/\//.test(mcp.url)) throw new ConfigError(source, `${at}.url`, 'must be an http:// or https:// URL');
   return mcp;
 }
+
+const PROVIDER_SCHEMA = z.strictObject({
+  type: z.literal('openai', { error: 'must be "openai" (an OpenAI-compatible endpoint)' }),
+  base_url: httpUrl(),
+  api_key_env: text(false).optional(),
+  headers: stringTable().optional(),
+  timeout_ms: between(1, MAX_TOOL_TIMEOUT_MS).optional(),
+});
 
 export function validateProviders(raw: unknown, source: string): Record<string, ProviderConfig> {
   if (!isPlainMap(raw)) throw new ConfigError(source, 'providers', 'must be an object of name -> provider');
   const out: Record<string, ProviderConfig> = {};
   for (const [name, p] of Object.entries(raw)) {
-    const at = `providers.${name}`;
-    if (!isPlainMap(p)) throw new ConfigError(source, at, 'must be an object');
-    onlyKeys(p, PROVIDER_KEYS, source, at);
-    if (p.type !== 'openai') throw new ConfigError(source, `${at}.type`, 'must be "openai" (an OpenAI-compatible endpoint)');
-    const baseUrl = string(p.base_url, source, `${at}.base_url`, false);
-    if (!/^https?:\/\//.test(baseUrl)) throw new ConfigError(source, `${at}.base_url`, 'must be an http:// or https:// URL');
-    out[name] = {
-      type: 'openai',
-      base_url: baseUrl,
-      api_key_env: p.api_key_env === undefined ? null : string(p.api_key_env, source, `${at}.api_key_env`, false),
-      headers: p.headers === undefined ? {} : stringMap(p.headers, source, `${at}.headers`),
-      timeout_ms: p.timeout_ms === undefined ? DEFAULT_PROVIDER_TIMEOUT_MS : boundedInt(p.timeout_ms, source, `${at}.timeout_ms`, 1, MAX_TOOL_TIMEOUT_MS),
-    };
+    if (!isPlainMap(p)) throw new ConfigError(source, `providers.${name}`, 'must be an object');
+    const { base_url, api_key_env, headers, timeout_ms } = parseFields(PROVIDER_SCHEMA, p, source, `providers.${name}`);
+    out[name] = { type: 'openai', base_url, api_key_env: api_key_env ?? null, headers: headers ?? {}, timeout_ms: timeout_ms ?? DEFAULT_PROVIDER_TIMEOUT_MS };
   }
   return out;
 }
 
 export function validateFileSettings(raw: unknown, source: string): FileSettings {
   if (!isPlainMap(raw)) throw new ConfigError(source, '(top level)', 'must be a JSON object');
-  onlyKeys(raw, FILE_KEYS, source, '');
-  const out: FileSettings = {};
-  if (raw.workers !== undefined) out.workers = positiveInt(raw.workers, source, 'workers');
-  if (raw.tcp !== undefined) out.tcp = parseTcp(string(raw.tcp, source, 'tcp'), source, 'tcp');
-  if (raw.token !== undefined) out.token = string(raw.token, source, 'token', false);
-  if (raw.tcp_insecure !== undefined) out.tcp_insecure = bool(raw.tcp_insecure, source, 'tcp_insecure');
-  if (raw.auth_timeout_ms !== undefined) out.auth_timeout_ms = positiveInt(raw.auth_timeout_ms, source, 'auth_timeout_ms');
-  if (raw.max_connections !== undefined) out.max_connections = positiveInt(raw.max_connections, source, 'max_connections');
-  if (raw.max_body_bytes !== undefined) out.max_body_bytes = positiveInt(raw.max_body_bytes, source, 'max_body_bytes');
-  if (raw.max_elements !== undefined) out.max_elements = positiveInt(raw.max_elements, source, 'max_elements');
-  if (raw.high_water_bytes !== undefined) out.high_water_bytes = positiveInt(raw.high_water_bytes, source, 'high_water_bytes');
-  if (raw.hard_limit_bytes !== undefined) out.hard_limit_bytes = positiveInt(raw.hard_limit_bytes, source, 'hard_limit_bytes');
-  if (raw.shutdown_grace_ms !== undefined) out.shutdown_grace_ms = positiveInt(raw.shutdown_grace_ms, source, 'shutdown_grace_ms', 0);
-  if (raw.default_sender !== undefined) out.default_sender = string(raw.default_sender, source, 'default_sender', false);
-  if (raw.log_level !== undefined) {
-    const level = string(raw.log_level, source, 'log_level');
-    if (!LOG_LEVELS.includes(level)) throw new ConfigError(source, 'log_level', `must be one of ${LOG_LEVELS.join(', ')}`);
-    out.log_level = level;
-  }
-  if (raw.persist !== undefined) {
-    if (typeof raw.persist !== 'boolean') throw new ConfigError(source, 'persist', `must be true or false, got ${JSON.stringify(raw.persist)}`);
-    out.persist = raw.persist;
-  }
-  // Parsed against $AGENTD_HOME once that is known (resolveConfig).
-  if (raw.store !== undefined) out.store = string(raw.store, source, 'store', false);
-  if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
-  if (raw.memory_bytes !== undefined) out.memory_bytes = positiveInt(raw.memory_bytes, source, 'memory_bytes');
-  if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');
-  if (raw.max_agents !== undefined) out.max_agents = positiveInt(raw.max_agents, source, 'max_agents');
-  if (raw.max_subscriptions !== undefined) out.max_subscriptions = positiveInt(raw.max_subscriptions, source, 'max_subscriptions');
-  if (raw.max_observers !== undefined) out.max_observers = positiveInt(raw.max_observers, source, 'max_observers');
-  // Below 100 ms a busy but healthy shard (a large commit) would be taken for a stalled one.
-  if (raw.shard_stall_ms !== undefined) out.shard_stall_ms = positiveInt(raw.shard_stall_ms, source, 'shard_stall_ms', 100);
-  if (raw.max_chain_turns !== undefined) out.max_chain_turns = positiveInt(raw.max_chain_turns, source, 'max_chain_turns');
-  if (raw.max_queued_turns !== undefined) out.max_queued_turns = positiveInt(raw.max_queued_turns, source, 'max_queued_turns');
-  if (raw.wal_max_bytes !== undefined) out.wal_max_bytes = positiveInt(raw.wal_max_bytes, source, 'wal_max_bytes');
-  if (raw.cluster !== undefined) {
-    if (!isPlainMap(raw.cluster)) throw new ConfigError(source, 'cluster', 'must be an object {nats, node, name, partitions, lease_ms}');
-    out.cluster = raw.cluster;
-  }
-  if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
+  const { tcp, providers, agents, ...fields } = parseFields(FILE_SCHEMA, raw, source, '');
+  const out: FileSettings = fields;
+  if (tcp !== undefined) out.tcp = parseTcp(tcp, source, 'tcp');
+  if (providers !== undefined) out.providers = validateProviders(providers, source);
   const providerNames = Object.keys(out.providers ?? {});
-  if (raw.agents !== undefined) {
-    if (!isPlainMap(raw.agents)) throw new ConfigError(source, 'agents', 'must be an object of name -> agent config');
-    const agents: Record<string, AgentConfig> = {};
-    for (const [name, cfg] of Object.entries(raw.agents)) {
-      if (!isValidAgentName(name)) {
-        throw new ConfigError(source, `agents.${name}`, 'is not a valid agent name (1-64 of letters, digits, "-", "_", ".", not starting with ".")');
-      }
-      agents[name] = validateAgentConfig(cfg, source, `agents.${name}`, providerNames);
-    }
-    if (Object.keys(agents).length === 0) throw new ConfigError(source, 'agents', 'must name at least one agent');
-    out.agents = agents;
-  }
+  if (agents !== undefined) out.agents = validateAgents(agents, source, providerNames);
   return out;
+}
+
+function validateAgents(raw: unknown, source: string, providerNames: readonly string[]): Record<string, AgentConfig> {
+  if (!isPlainMap(raw)) throw new ConfigError(source, 'agents', 'must be an object of name -> agent config');
+  const agents: Record<string, AgentConfig> = {};
+  for (const [name, cfg] of Object.entries(raw)) {
+    if (!isValidAgentName(name)) {
+      throw new ConfigError(source, `agents.${name}`, 'is not a valid agent name (1-64 of letters, digits, "-", "_", ".", not starting with ".")');
+    }
+    agents[name] = validateAgentConfig(cfg, source, `agents.${name}`, providerNames);
+  }
+  if (Object.keys(agents).length === 0) throw new ConfigError(source, 'agents', 'must name at least one agent');
+  return agents;
 }
 
 export function defaultAgents(): Record<string, AgentConfig> {

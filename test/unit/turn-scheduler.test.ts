@@ -9,7 +9,7 @@ import { Models } from '../../src/models/index.ts';
 import { NO_TOOLS } from '../../src/shard/tools/tools.ts';
 import type { Harness } from '../../src/shard/tools/harness.ts';
 import type { PairRequest } from '../../src/shared/threads/shard-messages.ts';
-import { validateAgentConfig } from '../../src/shared/config.ts';
+import { validateAgentConfig } from '../../src/shared/config-checks.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { turnRequest } from '../../src/main/turn-request.ts';
 import { fakeOutbox, type Frame } from '../helpers/outbox.ts';

@@ -7,20 +7,7 @@ import { isPlainMap } from './args.ts';
 import { DEFAULT_PARTITIONS, NODE_NAME } from './partitions.ts';
 import { withoutPassword } from './redact.ts';
 import type { StoreLocation } from './store-location.ts';
-
-/** This node's cluster settings; null on a single node. */
-export interface ClusterSettings {
-  /** The cluster's name: its NATS key-value bucket and the prefix of its subjects (several clusters may share one NATS). */
-  name: string;
-  /** NATS server URLs (nats:// or tls://), the first reachable one used. */
-  nats: string[];
-  /** This node's name: unique in the cluster. */
-  node: string;
-  /** Fixed for the life of the cluster. */
-  partitions: number;
-  /** How long a silent node keeps its partitions from the others. */
-  lease_ms: number;
-}
+import type { ClusterSettings } from './config.ts';
 
 const CLUSTER_KEYS = ['name', 'nats', 'node', 'partitions', 'lease_ms'];
 export const DEFAULT_CLUSTER_NAME = 'agentd_cluster';

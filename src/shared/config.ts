@@ -5,9 +5,6 @@
  * resolved, frozen result and never re-checks it.
  */
 import type { StoreLocation } from './store-location.ts';
-import type { ClusterSettings } from './cluster-settings.ts';
-
-export type { ClusterSettings };
 
 export interface EchoOptions {
   /** Awaited, cancellable wait before each chunk, in milliseconds (at most ECHO_MAX.delay_ms). */
@@ -210,3 +207,16 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** A node's cluster settings: `cluster` in agentd.json, or `--cluster URL --node NAME` (validated in cluster-settings.ts). */
+export interface ClusterSettings {
+  /** The cluster's name: its NATS key-value bucket and the prefix of its subjects (several clusters may share one NATS). */
+  name: string;
+  /** NATS server URLs (nats:// or tls://), the first reachable one used. */
+  nats: string[];
+  /** This node's name: unique in the cluster. */
+  node: string;
+  /** Fixed for the life of the cluster. */
+  partitions: number;
+  /** How long a silent node keeps its partitions from the others. */
+  lease_ms: number;
+}

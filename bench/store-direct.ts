@@ -21,7 +21,7 @@ import { ConversationStore } from '../src/storage/sqlite/store.ts';
 import { SessionSearch } from '../src/storage/sqlite/search.ts';
 import { createPgConversationStorage, createPgDaemonStorage } from '../src/storage/postgres/store.ts';
 import type { ConversationStorage, DaemonStorage, TurnRecord } from '../src/storage/contract.ts';
-import type { SearchOptions } from '../src/shared/threads.ts';
+import type { SearchOptions } from '../src/threads/storage/messages.ts';
 import { createTestDatabase, pgUnavailable } from '../test/helpers/postgres.ts';
 import { corpus, MESSAGES, seedInGroupCommits } from './suites/storage.ts';
 import { median } from './lib/load.ts';

@@ -15,11 +15,11 @@ import { NO_TOOLS } from '../../src/shard/tools/tools.ts';
 import { ConversationStore } from '../../src/storage/sqlite/store.ts';
 import { SearchIndex } from '../../src/storage/sqlite/search-index.ts';
 import type { Harness } from '../../src/shard/tools/harness.ts';
-import { validateAgentConfig } from '../../src/shared/config.ts';
+import { validateAgentConfig } from '../../src/shared/config-checks.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { INDEX_BATCH, openDatabase, prepareDatabaseFile } from '../../src/storage/sqlite/db.ts';
 import { createWriteLockBuffer, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
-import type { TurnRequest } from '../../src/shared/threads.ts';
+import type { TurnRequest } from '../../src/shared/threads/shard-messages.ts';
 import type { BenchContext } from '../lib/context.ts';
 import { median, spread } from '../lib/load.ts';
 

@@ -11,7 +11,7 @@ import { reloadStoredState } from '../main/startup-state.ts';
 import type { AgentChanges, FrameSink, ServingParts, Topology, TopologyHost } from '../main/topology.ts';
 import { busTurn } from '../main/turn-request.ts';
 import type { ClusterSettings } from '../shared/config.ts';
-import type { SharedFencesInit } from '../shared/threads.ts';
+import type { SharedFencesInit } from '../shared/threads/shard-messages.ts';
 import type { ClusterStats } from '../shared/wire/ops.ts';
 import { ClusterNode } from './router.ts';
 import { ClusterSync } from './sync.ts';

@@ -5,7 +5,8 @@
  * turn of that agent starts (main's messages to a shard are ordered).
  */
 import { AgentdError, Code } from '../shared/errors.ts';
-import { isValidAgentName, validateAgentConfig, type AgentConfig, type ProviderConfig } from '../shared/config.ts';
+import { isValidAgentName, type AgentConfig, type ProviderConfig } from '../shared/config.ts';
+import { validateAgentConfig } from '../shared/config-checks.ts';
 import { mergePatch } from '../shared/merge-patch.ts';
 import { listModels } from '../shared/provider-http.ts';
 import type { Logger } from '../shared/log.ts';

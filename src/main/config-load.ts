@@ -6,20 +6,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism, homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import {
-  ConfigError,
-  DEFAULT_AGENT_NAME,
-  DEFAULTS,
-  deepFreeze,
-  defaultAgents,
-  parseTcp,
-  validateClusterSettings,
-  validateFileSettings,
-  type ClusterSettings,
-  type FileSettings,
-  type ResolvedConfig,
-  type TcpAddress,
-} from '../shared/config.ts';
+import { DEFAULT_AGENT_NAME, DEFAULTS, deepFreeze, type ClusterSettings, type ResolvedConfig, type TcpAddress } from '../shared/config.ts';
+import { ConfigError, defaultAgents, parseTcp, validateFileSettings, type FileSettings } from '../shared/config-checks.ts';
+import { validateClusterSettings } from '../shared/cluster-settings.ts';
 import { parseStoreUrl, type StoreLocation } from '../shared/store-location.ts';
 import { checkHarnessModulesAtStart } from './hosts/harness-modules.ts';
 

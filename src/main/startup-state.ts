@@ -5,8 +5,9 @@
  * task, which also brings the schema up to date or refuses a newer one);
  * main validates what it gets, before any shard starts.
  */
-import { defaultAgents, validateAgentConfig, type AgentConfig, type ResolvedConfig } from '../shared/config.ts';
-import type { StoredStartupState } from '../shared/threads.ts';
+import { type AgentConfig, type ResolvedConfig } from '../shared/config.ts';
+import { defaultAgents, validateAgentConfig } from '../shared/config-checks.ts';
+import type { StoredStartupState } from '../threads/storage/messages.ts';
 import type { Logger } from '../shared/log.ts';
 import type { SubscriptionInfo } from '../shared/wire/ops.ts';
 import type { StoragePool } from './hosts/storage-pool.ts';

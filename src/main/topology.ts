@@ -9,7 +9,7 @@
  */
 import type { ResolvedConfig } from '../shared/config.ts';
 import type { Logger } from '../shared/log.ts';
-import type { SharedFencesInit } from '../shared/threads.ts';
+import type { SharedFencesInit } from '../shared/threads/shard-messages.ts';
 import type { ClusterStats } from '../shared/wire/ops.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { EventBus, SubscriptionInfo } from './bus/event-bus.ts';

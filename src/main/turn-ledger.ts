@@ -6,7 +6,7 @@
  * started running (and so may have been stored, or must be stored `stalled`).
  */
 import { StopReason, type Stored } from '../shared/protocol.ts';
-import type { TurnRequest } from '../shared/threads.ts';
+import type { TurnRequest } from '../shared/threads/shard-messages.ts';
 
 export interface OpenTurn {
   seq: number;

@@ -1,6 +1,6 @@
 /** The one builder of the turn message main sends a shard, for client turns and bus-fired ones alike. */
 import type { OnBusy, ToolChoice } from '../shared/protocol.ts';
-import { BUS_CONN, type TurnRequest } from '../shared/threads.ts';
+import { BUS_CONN, type TurnRequest } from '../shared/threads/shard-messages.ts';
 import type { ContentBytes } from './net/request-body.ts';
 
 /** What a turn must say; everything else takes the default of a plain stored turn. */

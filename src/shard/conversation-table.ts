@@ -4,7 +4,7 @@
  * through its PairGate), evicted (when idle) beyond the memory budget, which
  * is both a count of conversations and an approximate byte total.
  */
-import type { ActiveConversation, ActiveQuery } from '../shared/threads.ts';
+import type { ActiveConversation, ActiveQuery } from '../shared/threads/shard-messages.ts';
 import { Conversation, pairKey, type ByteMeter } from './conversation.ts';
 import type { StoredConversation } from '../storage/contract.ts';
 

@@ -3,7 +3,7 @@
  * FIFO of waiting jobs (turns and compactions) and the job running now. Jobs
  * of one pair run one at a time, in the order they arrived.
  */
-import type { CompactRequest, TurnRequest } from '../shared/threads.ts';
+import type { CompactRequest, TurnRequest } from '../shared/threads/shard-messages.ts';
 import { Fifo } from './fifo.ts';
 import type { Message } from '../models/types.ts';
 import type { Cancellation } from './turn/cancellation.ts';

@@ -18,7 +18,8 @@ import {
   writeSectionHeader,
 } from '../shared/byte-layouts.ts';
 import { TextDeltaBody } from './text-delta-body.ts';
-import { OUTPUT_REUSE_MAX_BYTES, outputReturns, type ActiveAnswer, type FrameBatch, type TurnFinished } from '../shared/threads.ts';
+import { OUTPUT_REUSE_MAX_BYTES, outputReturns } from '../shared/threads/output-reuse.ts';
+import type { ActiveAnswer, FrameBatch, TurnFinished } from '../shared/threads/shard-messages.ts';
 
 const INITIAL_SECTION_BYTES = 4096;
 /** Section buffers kept for reuse between flushes. */

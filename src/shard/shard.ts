@@ -6,7 +6,7 @@
  * main, and sends back batches of ready-encoded frames.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { FromShard, OutputBuffers, ShardInit, StopRequest, ToShard } from '../shared/threads.ts';
+import type { FromShard, OutputBuffers, ShardInit, StopRequest, ToShard } from '../shared/threads/shard-messages.ts';
 import { createLogger } from '../shared/log.ts';
 import { decodeTurnContent } from '../shared/codec.ts';
 import { Outbox } from './outbox.ts';

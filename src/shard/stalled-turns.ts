@@ -5,7 +5,7 @@
  * next turn sees the record, and a retry with the same turn_id replays it.
  */
 import type { Logger } from '../shared/log.ts';
-import type { StalledTurn } from '../shared/threads.ts';
+import type { StalledTurn } from '../shared/threads/shard-messages.ts';
 import type { ConversationStorage } from '../storage/contract.ts';
 
 export async function recordStalledTurns(storage: ConversationStorage, turns: readonly StalledTurn[], log: Logger): Promise<void> {

@@ -8,7 +8,7 @@
  */
 import type { AgentConfig } from '../shared/config.ts';
 import { Code } from '../shared/errors.ts';
-import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads.ts';
+import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads/shard-messages.ts';
 import type { Logger } from '../shared/log.ts';
 import type { HistoryMessage } from '../shared/wire/ops.ts';
 import { Conversation, pairKey } from './conversation.ts';

@@ -1,13 +1,9 @@
 /**
- * Daemon configuration: the file's shape, the defaults (names carry units),
- * and one validation pass that names the field and what is wrong. Later code
- * trusts the resolved, frozen result and never re-checks it.
+ * Daemon configuration: the file's shape and the defaults (names carry
+ * units). Validation, which names the field and what is wrong, is in
+ * config-checks.ts, which main alone loads (with zod); later code trusts the
+ * resolved, frozen result and never re-checks it.
  */
-import { isPlainMap } from './args.ts';
-import { AgentdError, Code } from './errors.ts';
-import { HARNESS_NAME_RULE, isHarnessModuleName } from './harness-module.ts';
-import { withoutPassword } from './redact.ts';
-import { DEFAULT_PARTITIONS, NODE_NAME } from './partitions.ts';
 import type { StoreLocation } from './store-location.ts';
 
 export interface EchoOptions {
@@ -18,8 +14,8 @@ export interface EchoOptions {
 }
 
 /**
- * The echo model's maxima, 1 s each: cpu_us is burned synchronously on a
- * shard, so an unbounded value would freeze every conversation of that shard.
+ * The echo model's maxima, 1 s each: a chunk's wait and burn hold its
+ * conversation, so an unbounded value would hold it for ever.
  */
 export const ECHO_MAX = { delay_ms: 1_000, cpu_us: 1_000_000 } as const;
 
@@ -196,14 +192,6 @@ export const DEFAULTS = {
   walMaxBytes: 64 * 1024 * 1024,
 } as const;
 
-/** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
-export class ConfigError extends AgentdError {
-  constructor(source: string, field: string, what: string) {
-    super(Code.BadRequest, `${source}: ${field} ${what}`);
-    this.name = 'ConfigError';
-  }
-}
-
 const AGENT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 
 export function isValidAgentName(name: string): boolean {
@@ -212,289 +200,8 @@ export function isValidAgentName(name: string): boolean {
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-/** Parses "host:port" (IPv6 as "[::1]:port") or "off". */
-export function parseTcp(value: string, source: string, field: string): TcpAddress | null {
-  if (value === 'off') return null;
-  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new ConfigError(source, field, `must be "HOST:PORT" or "off", got ${JSON.stringify(value)}`);
-  return { host: (m[1] ?? m[2])!, port };
-}
-
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
-/** Validates a file's worth of settings; the result holds only the keys present. */
-export interface FileSettings {
-  workers?: number;
-  tcp?: TcpAddress | null;
-  token?: string;
-  tcp_insecure?: boolean;
-  auth_timeout_ms?: number;
-  max_connections?: number;
-  max_body_bytes?: number;
-  max_elements?: number;
-  high_water_bytes?: number;
-  hard_limit_bytes?: number;
-  shutdown_grace_ms?: number;
-  default_sender?: string;
-  log_level?: string;
-  providers?: Record<string, ProviderConfig>;
-  persist?: boolean;
-  /** `sqlite`, `sqlite:PATH` or a `postgres://` URL (see store-location.ts). */
-  store?: string;
-  memory_conversations?: number;
-  memory_bytes?: number;
-  storage_threads?: number;
-  search_timeout_ms?: number;
-  max_agents?: number;
-  max_subscriptions?: number;
-  max_observers?: number;
-  max_inflight_per_connection?: number;
-  shard_stall_ms?: number;
-  max_chain_turns?: number;
-  max_queued_turns?: number;
-  wal_max_bytes?: number;
-  agents?: Record<string, AgentConfig>;
-  /** Checked against the store once that is known (validateClusterSettings, in resolveConfig). */
-  cluster?: Record<string, unknown>;
-}
-
-const FILE_KEYS = [
-  'workers', 'tcp', 'token', 'tcp_insecure', 'auth_timeout_ms', 'max_connections', 'max_body_bytes', 'max_elements', 'high_water_bytes', 'hard_limit_bytes',
-  'shutdown_grace_ms', 'default_sender', 'log_level', 'providers', 'persist', 'store', 'memory_conversations', 'memory_bytes', 'storage_threads', 'search_timeout_ms', 'agents',
-  'max_agents', 'max_subscriptions', 'max_observers', 'max_inflight_per_connection',
-  'shard_stall_ms', 'max_chain_turns', 'max_queued_turns', 'wal_max_bytes', 'cluster',
-];
-const AGENT_KEYS = ['model', 'provider', 'description', 'system_prompt', 'max_iterations', 'thinking', 'skills', 'tools', 'harnesses', 'tool_timeout_ms', 'mcps', 'echo', 'session_search'];
-const ECHO_KEYS = ['delay_ms', 'cpu_us'];
-const PROVIDER_KEYS = ['type', 'base_url', 'api_key_env', 'headers', 'timeout_ms'];
-const MCP_KEYS = ['command', 'args', 'url', 'env', 'headers', 'eager', 'auto_restart'];
-
-function positiveInt(v: unknown, source: string, field: string, min = 1): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-    throw new ConfigError(source, field, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
-  }
-  return v;
-}
-
-function boundedInt(v: unknown, source: string, field: string, min: number, max: number): number {
-  if (typeof v === 'number' && Number.isInteger(v) && v > max) {
-    throw new ConfigError(source, field, `must be an integer >= ${min} and <= ${max}, got ${JSON.stringify(v)}`);
-  }
-  return positiveInt(v, source, field, min);
-}
-
-function string(v: unknown, source: string, field: string, allowEmpty = true): string {
-  if (typeof v !== 'string' || (!allowEmpty && v === '')) {
-    throw new ConfigError(source, field, `must be a ${allowEmpty ? '' : 'non-empty '}string, got ${JSON.stringify(v)}`);
-  }
-  return v;
-}
-
-function onlyKeys(map: Record<string, unknown>, allowed: string[], source: string, path: string): void {
-  for (const key of Object.keys(map)) {
-    if (!allowed.includes(key)) {
-      throw new ConfigError(source, path ? `${path}.${key}` : key, `is not a known option (known: ${allowed.join(', ')})`);
-    }
-  }
-}
-
-function stringList(v: unknown, source: string, field: string): string[] {
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new ConfigError(source, field, 'must be a list of strings');
-  return [...v] as string[];
-}
-
-function stringMap(v: unknown, source: string, field: string): Record<string, string> {
-  if (!isPlainMap(v) || !Object.values(v).every((x) => typeof x === 'string')) throw new ConfigError(source, field, 'must be a map of strings');
-  return { ...(v as Record<string, string>) };
-}
-
-function toolTimeout(v: unknown, source: string, field: string): number {
-  const ms = positiveInt(v, source, field);
-  if (ms > MAX_TOOL_TIMEOUT_MS) throw new ConfigError(source, field, `must be at most ${MAX_TOOL_TIMEOUT_MS} (one hour), got ${ms}`);
-  return ms;
-}
-
-function bool(v: unknown, source: string, field: string): boolean {
-  if (typeof v !== 'boolean') throw new ConfigError(source, field, `must be true or false, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-/**
- * Validates one agent's configuration field by field; a ConfigError names the
- * field. `providers` are the configured provider names, to check `provider`.
- */
-export function validateAgentConfig(raw: unknown, source: string, path: string, providers: readonly string[] = []): AgentConfig {
-  if (!isPlainMap(raw)) throw new ConfigError(source, path, 'must be an object');
-  onlyKeys(raw, AGENT_KEYS, source, path);
-  const echo: EchoOptions = { delay_ms: 0, cpu_us: 0 };
-  if (raw.echo !== undefined) {
-    if (!isPlainMap(raw.echo)) throw new ConfigError(source, `${path}.echo`, 'must be an object');
-    onlyKeys(raw.echo, ECHO_KEYS, source, `${path}.echo`);
-    if (raw.echo.delay_ms !== undefined) echo.delay_ms = boundedInt(raw.echo.delay_ms, source, `${path}.echo.delay_ms`, 0, ECHO_MAX.delay_ms);
-    if (raw.echo.cpu_us !== undefined) echo.cpu_us = boundedInt(raw.echo.cpu_us, source, `${path}.echo.cpu_us`, 0, ECHO_MAX.cpu_us);
-  }
-  const model = raw.model === undefined ? AGENT_DEFAULTS.model : string(raw.model, source, `${path}.model`, false);
-  const provider = raw.provider === undefined || raw.provider === null ? null : string(raw.provider, source, `${path}.provider`, false);
-  if (model !== 'echo' && provider === null) {
-    throw new ConfigError(source, `${path}.provider`, `is required for model "${model}" (only "echo" is built in)`);
-  }
-  if (provider !== null && !providers.includes(provider)) {
-    throw new ConfigError(source, `${path}.provider`, `names no configured provider (configured: ${providers.join(', ') || 'none'})`);
-  }
-  const harnesses: HarnessConfig[] = [];
-  if (raw.harnesses !== undefined) {
-    if (!Array.isArray(raw.harnesses)) throw new ConfigError(source, `${path}.harnesses`, 'must be a list of {module, capabilities}');
-    raw.harnesses.forEach((h, i) => {
-      const at = `${path}.harnesses[${i}]`;
-      if (!isPlainMap(h)) throw new ConfigError(source, at, 'must be an object {module, capabilities}');
-      onlyKeys(h, ['module', 'capabilities'], source, at);
-      const caps = h.capabilities === undefined ? [] : stringList(h.capabilities, source, `${at}.capabilities`);
-      for (const c of caps) {
-        if (!(CAPABILITIES as readonly string[]).includes(c)) throw new ConfigError(source, `${at}.capabilities`, `has unknown capability "${c}" (known: ${CAPABILITIES.join(', ')})`);
-      }
-      const module = string(h.module, source, `${at}.module`, false);
-      if (!isHarnessModuleName(module)) throw new ConfigError(source, `${at}.module`, `${HARNESS_NAME_RULE}, got ${JSON.stringify(module)}`);
-      harnesses.push({ module, capabilities: caps as Capability[] });
-    });
-  }
-  const mcps: Record<string, McpConfig> = {};
-  if (raw.mcps !== undefined) {
-    if (!isPlainMap(raw.mcps)) throw new ConfigError(source, `${path}.mcps`, 'must be a map of name -> MCP server settings');
-    for (const [name, m] of Object.entries(raw.mcps)) mcps[name] = validateMcpConfig(m, source, `${path}.mcps.${name}`, name);
-  }
-  return {
-    model,
-    provider,
-    description: raw.description === undefined ? AGENT_DEFAULTS.description : string(raw.description, source, `${path}.description`),
-    system_prompt: raw.system_prompt === undefined ? '' : string(raw.system_prompt, source, `${path}.system_prompt`),
-    max_iterations:
-      raw.max_iterations === undefined ? AGENT_DEFAULTS.max_iterations : positiveInt(raw.max_iterations, source, `${path}.max_iterations`),
-    thinking: raw.thinking === undefined ? false : bool(raw.thinking, source, `${path}.thinking`),
-    skills: raw.skills === undefined ? [] : stringList(raw.skills, source, `${path}.skills`),
-    tools: raw.tools === undefined || raw.tools === null ? null : stringList(raw.tools, source, `${path}.tools`),
-    harnesses,
-    tool_timeout_ms: raw.tool_timeout_ms === undefined ? AGENT_DEFAULTS.tool_timeout_ms : toolTimeout(raw.tool_timeout_ms, source, `${path}.tool_timeout_ms`),
-    mcps,
-    echo,
-    session_search: sessionSearchScope(raw.session_search, source, `${path}.session_search`),
-  };
-}
-
-function sessionSearchScope(v: unknown, source: string, field: string): SessionSearchScope {
-  if (v === undefined) return 'sender';
-  if (!(SESSION_SEARCH_SCOPES as readonly unknown[]).includes(v)) {
-    throw new ConfigError(source, field, `must be "sender" or "agent", got ${JSON.stringify(v)}`);
-  }
-  return v as SessionSearchScope;
-}
-
-/** One MCP server's settings: stdio (`command`) or Streamable HTTP (`url`), never both. */
-export function validateMcpConfig(m: unknown, source: string, at: string, name: string): McpConfig {
-  if (!MCP_SERVER_NAME.test(name)) throw new ConfigError(source, at, 'is not a valid MCP server name (1-48 letters, digits, "-", "_")');
-  if (!isPlainMap(m)) throw new ConfigError(source, at, 'must be an object');
-  onlyKeys(m, MCP_KEYS, source, at);
-  const mcp: McpConfig = {};
-  if (m.command !== undefined) mcp.command = string(m.command, source, `${at}.command`, false);
-  if (m.args !== undefined) mcp.args = stringList(m.args, source, `${at}.args`);
-  if (m.url !== undefined) mcp.url = string(m.url, source, `${at}.url`, false);
-  if (m.env !== undefined) mcp.env = stringMap(m.env, source, `${at}.env`);
-  if (m.headers !== undefined) mcp.headers = stringMap(m.headers, source, `${at}.headers`);
-  if (m.eager !== undefined) mcp.eager = bool(m.eager, source, `${at}.eager`);
-  if (m.auto_restart !== undefined) mcp.auto_restart = bool(m.auto_restart, source, `${at}.auto_restart`);
-  if ((mcp.command === undefined) === (mcp.url === undefined)) {
-    throw new ConfigError(source, at, 'needs exactly one of "command" (stdio) and "url" (Streamable HTTP)');
-  }
-  if (mcp.url !== undefined && !/^https?:\/\//.test(mcp.url)) throw new ConfigError(source, `${at}.url`, 'must be an http:// or https:// URL');
-  return mcp;
-}
-
-export function validateProviders(raw: unknown, source: string): Record<string, ProviderConfig> {
-  if (!isPlainMap(raw)) throw new ConfigError(source, 'providers', 'must be an object of name -> provider');
-  const out: Record<string, ProviderConfig> = {};
-  for (const [name, p] of Object.entries(raw)) {
-    const at = `providers.${name}`;
-    if (!isPlainMap(p)) throw new ConfigError(source, at, 'must be an object');
-    onlyKeys(p, PROVIDER_KEYS, source, at);
-    if (p.type !== 'openai') throw new ConfigError(source, `${at}.type`, 'must be "openai" (an OpenAI-compatible endpoint)');
-    const baseUrl = string(p.base_url, source, `${at}.base_url`, false);
-    if (!/^https?:\/\//.test(baseUrl)) throw new ConfigError(source, `${at}.base_url`, 'must be an http:// or https:// URL');
-    out[name] = {
-      type: 'openai',
-      base_url: baseUrl,
-      api_key_env: p.api_key_env === undefined ? null : string(p.api_key_env, source, `${at}.api_key_env`, false),
-      headers: p.headers === undefined ? {} : stringMap(p.headers, source, `${at}.headers`),
-      timeout_ms: p.timeout_ms === undefined ? DEFAULT_PROVIDER_TIMEOUT_MS : boundedInt(p.timeout_ms, source, `${at}.timeout_ms`, 1, MAX_TOOL_TIMEOUT_MS),
-    };
-  }
-  return out;
-}
-
-export function validateFileSettings(raw: unknown, source: string): FileSettings {
-  if (!isPlainMap(raw)) throw new ConfigError(source, '(top level)', 'must be a JSON object');
-  onlyKeys(raw, FILE_KEYS, source, '');
-  const out: FileSettings = {};
-  if (raw.workers !== undefined) out.workers = positiveInt(raw.workers, source, 'workers');
-  if (raw.tcp !== undefined) out.tcp = parseTcp(string(raw.tcp, source, 'tcp'), source, 'tcp');
-  if (raw.token !== undefined) out.token = string(raw.token, source, 'token', false);
-  if (raw.tcp_insecure !== undefined) out.tcp_insecure = bool(raw.tcp_insecure, source, 'tcp_insecure');
-  if (raw.auth_timeout_ms !== undefined) out.auth_timeout_ms = positiveInt(raw.auth_timeout_ms, source, 'auth_timeout_ms');
-  if (raw.max_connections !== undefined) out.max_connections = positiveInt(raw.max_connections, source, 'max_connections');
-  if (raw.max_body_bytes !== undefined) out.max_body_bytes = positiveInt(raw.max_body_bytes, source, 'max_body_bytes');
-  if (raw.max_elements !== undefined) out.max_elements = positiveInt(raw.max_elements, source, 'max_elements');
-  if (raw.high_water_bytes !== undefined) out.high_water_bytes = positiveInt(raw.high_water_bytes, source, 'high_water_bytes');
-  if (raw.hard_limit_bytes !== undefined) out.hard_limit_bytes = positiveInt(raw.hard_limit_bytes, source, 'hard_limit_bytes');
-  if (raw.shutdown_grace_ms !== undefined) out.shutdown_grace_ms = positiveInt(raw.shutdown_grace_ms, source, 'shutdown_grace_ms', 0);
-  if (raw.default_sender !== undefined) out.default_sender = string(raw.default_sender, source, 'default_sender', false);
-  if (raw.log_level !== undefined) {
-    const level = string(raw.log_level, source, 'log_level');
-    if (!LOG_LEVELS.includes(level)) throw new ConfigError(source, 'log_level', `must be one of ${LOG_LEVELS.join(', ')}`);
-    out.log_level = level;
-  }
-  if (raw.persist !== undefined) {
-    if (typeof raw.persist !== 'boolean') throw new ConfigError(source, 'persist', `must be true or false, got ${JSON.stringify(raw.persist)}`);
-    out.persist = raw.persist;
-  }
-  // Parsed against $AGENTD_HOME once that is known (resolveConfig).
-  if (raw.store !== undefined) out.store = string(raw.store, source, 'store', false);
-  if (raw.memory_conversations !== undefined) out.memory_conversations = positiveInt(raw.memory_conversations, source, 'memory_conversations');
-  if (raw.memory_bytes !== undefined) out.memory_bytes = positiveInt(raw.memory_bytes, source, 'memory_bytes');
-  if (raw.storage_threads !== undefined) out.storage_threads = positiveInt(raw.storage_threads, source, 'storage_threads');
-  if (raw.search_timeout_ms !== undefined) out.search_timeout_ms = positiveInt(raw.search_timeout_ms, source, 'search_timeout_ms');
-  if (raw.max_agents !== undefined) out.max_agents = positiveInt(raw.max_agents, source, 'max_agents');
-  if (raw.max_subscriptions !== undefined) out.max_subscriptions = positiveInt(raw.max_subscriptions, source, 'max_subscriptions');
-  if (raw.max_observers !== undefined) out.max_observers = positiveInt(raw.max_observers, source, 'max_observers');
-  if (raw.max_inflight_per_connection !== undefined) out.max_inflight_per_connection = positiveInt(raw.max_inflight_per_connection, source, 'max_inflight_per_connection');
-  // Below 100 ms a busy but healthy shard (a large commit) would be taken for a stalled one.
-  if (raw.shard_stall_ms !== undefined) out.shard_stall_ms = positiveInt(raw.shard_stall_ms, source, 'shard_stall_ms', 100);
-  if (raw.max_chain_turns !== undefined) out.max_chain_turns = positiveInt(raw.max_chain_turns, source, 'max_chain_turns');
-  if (raw.max_queued_turns !== undefined) out.max_queued_turns = positiveInt(raw.max_queued_turns, source, 'max_queued_turns');
-  if (raw.wal_max_bytes !== undefined) out.wal_max_bytes = positiveInt(raw.wal_max_bytes, source, 'wal_max_bytes');
-  if (raw.cluster !== undefined) {
-    if (!isPlainMap(raw.cluster)) throw new ConfigError(source, 'cluster', 'must be an object {nats, node, name, partitions, lease_ms}');
-    out.cluster = raw.cluster;
-  }
-  if (raw.providers !== undefined) out.providers = validateProviders(raw.providers, source);
-  const providerNames = Object.keys(out.providers ?? {});
-  if (raw.agents !== undefined) {
-    if (!isPlainMap(raw.agents)) throw new ConfigError(source, 'agents', 'must be an object of name -> agent config');
-    const agents: Record<string, AgentConfig> = {};
-    for (const [name, cfg] of Object.entries(raw.agents)) {
-      if (!isValidAgentName(name)) {
-        throw new ConfigError(source, `agents.${name}`, 'is not a valid agent name (1-64 of letters, digits, "-", "_", ".", not starting with ".")');
-      }
-      agents[name] = validateAgentConfig(cfg, source, `agents.${name}`, providerNames);
-    }
-    if (Object.keys(agents).length === 0) throw new ConfigError(source, 'agents', 'must name at least one agent');
-    out.agents = agents;
-  }
-  return out;
-}
-
-export function defaultAgents(): Record<string, AgentConfig> {
-  return { [DEFAULT_AGENT_NAME]: validateAgentConfig({}, 'defaults', DEFAULT_AGENT_NAME) };
 }
 
 /** Freezes a resolved config deeply, so nothing downstream can change it by accident. */
@@ -506,7 +213,7 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** A node's cluster settings (issue 16): `cluster` in agentd.json, or `--cluster URL --node NAME`. */
+/** A node's cluster settings: `cluster` in agentd.json, or `--cluster URL --node NAME` (validated in cluster-settings.ts). */
 export interface ClusterSettings {
   /** The cluster's name: its NATS key-value bucket and the prefix of its subjects (several clusters may share one NATS). */
   name: string;
@@ -518,48 +225,4 @@ export interface ClusterSettings {
   partitions: number;
   /** How long a silent node keeps its partitions from the others. */
   lease_ms: number;
-}
-
-const CLUSTER_KEYS = ['name', 'nats', 'node', 'partitions', 'lease_ms'];
-export const DEFAULT_CLUSTER_NAME = 'agentd_cluster';
-export const DEFAULT_LEASE_MS = 5_000;
-const MAX_PARTITIONS = 65_536;
-const LEASE_MS_RANGE = [500, 600_000] as const;
-
-/**
- * Validates `cluster: {nats, node, partitions, lease_ms}` against the store
- * the node uses: the nodes of a cluster share their conversations through
- * PostgreSQL, so any other store is refused, saying so.
- */
-export function validateClusterSettings(raw: unknown, source: string, store: StoreLocation): ClusterSettings {
-  if (!isPlainMap(raw)) throw new ConfigError(source, 'cluster', 'must be an object {nats, node, name, partitions, lease_ms}');
-  onlyKeys(raw, CLUSTER_KEYS, source, 'cluster');
-  const name = raw.name === undefined ? DEFAULT_CLUSTER_NAME : string(raw.name, source, 'cluster.name', false);
-  if (!NODE_NAME.test(name)) throw new ConfigError(source, 'cluster.name', `must be 1-64 of letters, digits, "-" and "_", got ${JSON.stringify(name)}`);
-  const nats = string(raw.nats, source, 'cluster.nats', false)
-    .split(',')
-    .map((u) => u.trim());
-  for (const u of nats) {
-    let url: URL | null = null;
-    try {
-      url = new URL(u);
-    } catch {
-      // reported below
-    }
-    if (url === null || (url.protocol !== 'nats:' && url.protocol !== 'tls:') || url.hostname === '') {
-      throw new ConfigError(source, 'cluster.nats', `must be nats://HOST:PORT (or tls://), several separated by commas; got ${JSON.stringify(withoutPassword(u))}`);
-    }
-  }
-  const node = string(raw.node, source, 'cluster.node', false);
-  if (!NODE_NAME.test(node)) throw new ConfigError(source, 'cluster.node', `must be 1-64 of letters, digits, "-" and "_", got ${JSON.stringify(node)}`);
-  const partitions = raw.partitions === undefined ? DEFAULT_PARTITIONS : boundedInt(raw.partitions, source, 'cluster.partitions', 1, MAX_PARTITIONS);
-  const lease_ms = raw.lease_ms === undefined ? DEFAULT_LEASE_MS : boundedInt(raw.lease_ms, source, 'cluster.lease_ms', ...LEASE_MS_RANGE);
-  if (store.kind !== 'postgres') {
-    throw new ConfigError(
-      source,
-      'cluster',
-      `needs a PostgreSQL store that every node shares ("store": "postgres://…" or --store), not the SQLite file ${store.path}`,
-    );
-  }
-  return { name, nats, node, partitions, lease_ms };
 }

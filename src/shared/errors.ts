@@ -44,3 +44,11 @@ export function toWireError(err: unknown): WireError {
   if (err instanceof Error) return { code: Code.Internal, message: err.message || err.name };
   return { code: Code.Internal, message: String(err) };
 }
+
+/** A configuration that does not validate: 400 when it came in a request (`create_agent`, `update_agent`). */
+export class ConfigError extends AgentdError {
+  constructor(source: string, field: string, what: string) {
+    super(Code.BadRequest, `${source}: ${field} ${what}`);
+    this.name = 'ConfigError';
+  }
+}

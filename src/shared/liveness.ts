@@ -1,11 +1,11 @@
 /**
- * The shard's side of main's watchdog (see Heartbeat in shared/threads.ts).
+ * The shard's side of main's watchdog (see Heartbeat in shared/threads/heartbeat.ts).
  * A timer bumps the beat: while this thread's event loop is stuck in
  * synchronous work, no timer runs and the beat stops, which main sees without
  * the shard's help. The seq of the turn about to run is stored first, so main
  * knows which turn a frozen shard was in even if no batch said so.
  */
-import { Heartbeat } from '../shared/threads.ts';
+import { Heartbeat } from './threads/heartbeat.ts';
 
 let cells: Int32Array | null = null;
 

@@ -5,7 +5,7 @@
  * several nodes can share.
  */
 import { isAbsolute, join } from 'node:path';
-import { ConfigError } from './config.ts';
+import { ConfigError } from './errors.ts';
 import { withoutPassword } from './redact.ts';
 
 export type StoreLocation = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };

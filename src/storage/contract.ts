@@ -11,7 +11,8 @@
  * (SQLite: store.ts and daemon-store.ts; PostgreSQL: pg-store.ts).
  */
 import type { StopReason, Usage } from '../shared/protocol.ts';
-import type { SearchOptions, StalledTurn, StoredStartupState, SubscriptionRecord } from '../shared/threads.ts';
+import type { SearchOptions, StoredStartupState, SubscriptionRecord } from '../threads/storage/messages.ts';
+import type { StalledTurn } from '../shared/threads/shard-messages.ts';
 import type { AgentConfig } from '../shared/config.ts';
 import type { ConversationSummary, SessionHit } from '../shared/wire/ops.ts';
 import type { Message } from '../models/types.ts';

@@ -6,7 +6,7 @@
  * a search synchronously, so main cannot reach it but through memory both
  * threads see: one Int32 in a SharedArrayBuffer, set to 1 to cancel.
  */
-import type { SearchOptions } from '../shared/threads.ts';
+import type { SearchOptions } from '../threads/storage/messages.ts';
 
 export type SearchStopReason = 'timeout' | 'cancelled';
 

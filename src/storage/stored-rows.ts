@@ -5,7 +5,7 @@
  * SQLite (store.ts) and PostgreSQL (pg-conversations.ts) differ only in SQL.
  */
 import { StopReason, zeroUsage, type Usage } from '../shared/protocol.ts';
-import type { StalledTurn } from '../shared/threads.ts';
+import type { StalledTurn } from '../shared/threads/shard-messages.ts';
 import type { Message } from '../models/types.ts';
 import type { TurnOutcome, TurnRecord } from './contract.ts';
 

@@ -5,7 +5,7 @@
  * releases it, to prove what happens while a conversation is loading.
  */
 import { StopReason, zeroUsage } from '../../src/shared/protocol.ts';
-import type { StalledTurn } from '../../src/shared/threads.ts';
+import type { StalledTurn } from '../../src/shared/threads/shard-messages.ts';
 import type { Message } from '../../src/models/types.ts';
 import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from '../../src/storage/contract.ts';
 

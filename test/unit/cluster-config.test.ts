@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, validateClusterSettings } from '../../src/shared/config.ts';
+import { ConfigError } from '../../src/shared/config-checks.ts';
+import { validateClusterSettings } from '../../src/shared/cluster-settings.ts';
 import type { StoreLocation } from '../../src/shared/store-location.ts';
 
 const pg: StoreLocation = { kind: 'postgres', url: 'postgres://agentd:s3cret@db.example:5432/agentd' };

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, isValidAgentName, validateFileSettings } from '../../src/shared/config.ts';
+import { isValidAgentName } from '../../src/shared/config.ts';
+import { ConfigError, validateFileSettings } from '../../src/shared/config-checks.ts';
 import { resolveConfig } from '../../src/main/config-load.ts';
 
 describe('config validation', () => {

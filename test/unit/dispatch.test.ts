@@ -7,9 +7,9 @@ import type { ShardPool } from '../../src/main/hosts/shard-pool.ts';
 import type { AgentService } from '../../src/main/agent-service.ts';
 import type { SkillCatalogue } from '../../src/main/skills.ts';
 import type { McpHub } from '../../src/main/hosts/mcp-hub.ts';
-import { validateAgentConfig } from '../../src/shared/config.ts';
+import { validateAgentConfig } from '../../src/shared/config-checks.ts';
 import { createLogger } from '../../src/shared/log.ts';
-import type { ToShard } from '../../src/shared/threads.ts';
+import type { ToShard } from '../../src/shared/threads/shard-messages.ts';
 
 /** A dispatch over fakes: the pool records what it was asked to route; replies are collected. */
 function harness() {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { countWords, EchoModel, wordChunks } from '../../src/models/echo.ts';
 import type { ModelEvent } from '../../src/models/types.ts';
 import { Cancellation } from '../../src/shard/turn/cancellation.ts';
-import { validateAgentConfig } from '../../src/shared/config.ts';
+import { validateAgentConfig } from '../../src/shared/config-checks.ts';
 
 describe('echo model', () => {
   it('chunks concatenate back to the message, one word per chunk', () => {

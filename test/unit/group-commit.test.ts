@@ -14,7 +14,7 @@ import { migrate, openDatabase } from '../../src/storage/sqlite/db.ts';
 import { createWriteLockBuffer, ownerToken, WRITER_TOKEN, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
 import { ConversationStore, DIRECT_COMMIT_CHARS, SqliteConversationStorage } from '../../src/storage/sqlite/store.ts';
 import { WriterClient } from '../../src/threads/writer/writer-client.ts';
-import type { CommitRequest } from '../../src/storage/sqlite/group-commit.ts';
+import type { CommitRequest } from '../../src/threads/writer/messages.ts';
 import type { ConversationRef, ConversationStorage } from '../../src/storage/contract.ts';
 import { InProcessWriter } from '../helpers/sqlite-writer.ts';
 

@@ -6,7 +6,7 @@ import { TurnReply } from '../../src/shard/turn/turn-reply.ts';
 import { Models } from '../../src/models/index.ts';
 import { NO_TOOLS } from '../../src/shard/tools/tools.ts';
 import type { Harness } from '../../src/shard/tools/harness.ts';
-import { validateAgentConfig } from '../../src/shared/config.ts';
+import { validateAgentConfig } from '../../src/shared/config-checks.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { turnRequest } from '../../src/main/turn-request.ts';
 import { fakeOutbox, type Frame } from '../helpers/outbox.ts';

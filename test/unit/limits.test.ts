@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeBody } from '../../src/shared/codec.ts';
 import { assertPortableMsgpack, TooManyElementsError } from '../../src/shared/portable-msgpack.ts';
-import { ConfigError, DEFAULTS, ECHO_MAX, validateAgentConfig, validateFileSettings } from '../../src/shared/config.ts';
+import { DEFAULTS, ECHO_MAX } from '../../src/shared/config.ts';
+import { ConfigError, validateAgentConfig, validateFileSettings } from '../../src/shared/config-checks.ts';
 import { resolveConfig } from '../../src/main/config-load.ts';
 import { bigMapBody } from '../helpers/big-bodies.ts';
 

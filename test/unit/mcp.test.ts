@@ -3,7 +3,7 @@ import { offeredToolNames } from '../../src/threads/mcp/mcp-names.ts';
 import { Redactor } from '../../src/shared/redact.ts';
 import { replacingPatch } from '../../src/main/ops/mcp.ts';
 import { mergePatch } from '../../src/shared/merge-patch.ts';
-import { validateAgentConfig } from '../../src/shared/config.ts';
+import { validateAgentConfig } from '../../src/shared/config-checks.ts';
 import { resultText } from '../../src/threads/mcp/mcp-results.ts';
 
 describe('MCP tool names', () => {

@@ -9,7 +9,8 @@ import { Outbox } from '../../src/shard/outbox.ts';
 import { OutputReturns } from '../../src/main/hosts/output-returns.ts';
 import { forEachSection, HEADER_BYTES } from '../../src/shared/byte-layouts.ts';
 import { decodeBody } from '../../src/shared/codec.ts';
-import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES, type FrameBatch, type OutputBuffers } from '../../src/shared/threads.ts';
+import { OUTPUT_REUSE_MAX_BYTES, OUTPUT_REUSE_MIN_BYTES } from '../../src/shared/threads/output-reuse.ts';
+import type { FrameBatch, OutputBuffers } from '../../src/shared/threads/shard-messages.ts';
 
 /** An outbox whose batches are kept, with their transferred buffers. */
 function keptOutbox(): { outbox: Outbox; batches: FrameBatch[] } {

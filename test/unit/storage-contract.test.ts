@@ -14,7 +14,7 @@ import { createWriteLockBuffer, WriteLock } from '../../src/storage/sqlite/write
 import { SqliteDaemonStorage } from '../../src/storage/sqlite/daemon-store.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { StopReason, zeroUsage } from '../../src/shared/protocol.ts';
-import type { SearchOptions } from '../../src/shared/threads.ts';
+import type { SearchOptions } from '../../src/threads/storage/messages.ts';
 import { SEARCH_CANDIDATES } from '../../src/storage/search-rules.ts';
 import type { Message } from '../../src/models/types.ts';
 import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome } from '../../src/storage/contract.ts';

@@ -10,7 +10,7 @@ import { OpArgs } from '../../src/main/ops/op-args.ts';
 import { replyBody, streamBody, type ReplyBody } from '../../src/shared/wire/frames.ts';
 import type { ReplyOf, SubscriptionInfo } from '../../src/shared/wire/ops.ts';
 import type { SubscriptionInfo as BusSubscription } from '../../src/main/bus/event-bus.ts';
-import type { SubscriptionRecord } from '../../src/shared/threads.ts';
+import type { SubscriptionRecord } from '../../src/threads/storage/messages.ts';
 
 describe('handlers typed by the wire contract', () => {
   it('accepts a handler whose reply is its operation\'s ReplyOf', () => {

@@ -21,13 +21,13 @@
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import * as Comlink from 'comlink';
-import { nodeEndpoint } from '../../shared/comlink-node.ts';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { AgentdError, Code, isCode } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import type { AgentConfig, Capability } from '../../shared/config.ts';
 import type { AgentRegistry } from '../agent-registry.ts';
 import type { Dispatch, Requester } from '../dispatch.ts';
-import type { CapabilityCaller, HarnessHostApi } from '../../shared/threads.ts';
+import type { CapabilityCaller, HarnessHostApi } from '../../shared/threads/harness-host-api.ts';
 
 
 /** Requester ids of the host: above any connection id, so shard frames never route here. */

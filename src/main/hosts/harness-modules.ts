@@ -5,7 +5,8 @@
  * first turn. Requests check without blocking; start-up may block.
  */
 import { AgentdError, Code } from '../../shared/errors.ts';
-import { ConfigError, type AgentConfig } from '../../shared/config.ts';
+import { type AgentConfig } from '../../shared/config.ts';
+import { ConfigError } from '../../shared/config-checks.ts';
 import { resolveHarnessModule, resolveHarnessModuleSync } from '../../shared/harness-module.ts';
 
 /** For create_agent / update_agent: a 400 naming `op.config.harnesses[i].module` and why. */

@@ -1,9 +1,10 @@
 /**
  * Hands a shard's sections buffers back to it once main has written them
- * (OutputBuffers in threads.ts). Main allocates few objects per byte it
- * writes, so its young generation fills, and its garbage is collected,
- * rarely: without this, every batch of a long stream waited in main as a
- * dead buffer (about the size of the whole answer for a 16 MiB echo stream).
+ * (OutputBuffers in shared/threads/shard-messages.ts). Main allocates few
+ * objects per byte it writes, so its young generation fills, and its
+ * garbage is collected, rarely: without this, every batch of a long stream
+ * waited in main as a dead buffer (about the size of the whole answer for
+ * a 16 MiB echo stream).
  *
  * A buffer goes back only when every write of it has completed: a socket
  * write's callback runs once libuv is done with the bytes. A write that
@@ -11,7 +12,7 @@
  * keeps the buffer here, and the collector takes it as before.
  */
 import type { Worker } from 'node:worker_threads';
-import type { OutputBuffers } from '../../shared/threads.ts';
+import type { OutputBuffers } from '../../shared/threads/shard-messages.ts';
 
 /** Where a shard's buffers are posted: its Worker. */
 type ShardPort = Pick<Worker, 'postMessage'>;

@@ -10,7 +10,7 @@
  */
 import type { Piscina } from 'piscina';
 import { AgentdError, Code } from '../../shared/errors.ts';
-import type { SearchOptions, StorageInit } from '../../shared/threads.ts';
+import type { SearchOptions, StorageInit } from '../../threads/storage/messages.ts';
 import { cancelSearch, type SearchStopReason } from '../../storage/search-budget.ts';
 import { closeStorageThreads, storageThreadPool } from './storage-threads.ts';
 

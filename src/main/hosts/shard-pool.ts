@@ -20,47 +20,22 @@
  * terminated and replaced exactly as a crashed one is; the replacement first
  * stores the turns it was running as ended `stalled`.
  */
-import { Worker, type MessagePort } from 'node:worker_threads';
-import { workerScript } from './worker-script.ts';
+import type { MessagePort, Worker } from 'node:worker_threads';
+import { startShard, stopShard } from './shard-thread.ts';
 import { AgentdError, Code } from '../../shared/errors.ts';
-import { frameOf, FLAG_LAST, utf8Text } from '../../shared/codec.ts';
-import { errorBody, streamBody } from '../../shared/wire/frames.ts';
 import { forEachSection, readEventList } from '../../shared/byte-layouts.ts';
 import { shardOf } from '../../shared/hash.ts';
-import { StopReason, zeroUsage, type EndEvent } from '../../shared/protocol.ts';
-import {
-  Heartbeat,
-  type ActiveConversation,
-  type FromShard,
-  type FrameBatch,
-  type ShardInit,
-  type StalledTurn,
-  type StopRequest,
-  type ToShard,
-  type TurnFinished,
-  type TurnRequest,
-} from '../../shared/threads.ts';
+import { Heartbeat } from '../../shared/threads/heartbeat.ts';
+import type { ActiveConversation, FromShard, FrameBatch, ShardInit, StalledTurn, ToShard, TurnFinished, TurnRequest } from '../../shared/threads/shard-messages.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { WriterPortMessage } from '../../threads/writer/messages.ts';
 import { ownerToken, WriteLock } from '../../storage/sqlite/write-lock.ts';
-import { lostVerdict, TurnLedger, type OpenTurn } from '../turn-ledger.ts';
+import { TurnLedger, type OpenTurn } from '../turn-ledger.ts';
 import { ShardWatchdog } from './shard-watchdog.ts';
 import { OutputReturns, type Written } from './output-returns.ts';
 import { InflightBudget } from './inflight-budget.ts';
-
-/** How a request is answered if its shard dies: `stream` needs `start`+`end`, the others one error. */
-export type RequestKind = 'stream' | 'rr';
-
-/** A request whose LAST frame has not come back from its shard yet. */
-interface Inflight {
-  conn: number;
-  req: number;
-  kind: RequestKind;
-  agent: string;
-  started: boolean;
-  /** The turn's seq when the request is a turn. */
-  turnSeq: number | null;
-}
+import { settleShardLoss, type Inflight, type RequestKind } from './shard-losses.ts';
+import { PendingReplies } from '../../shared/threads/port-rpc.ts';
 
 interface ShardThread {
   index: number;
@@ -68,8 +43,12 @@ interface ShardThread {
   worker: Worker | null;
   outbound: ToShard[];
   inflight: Map<string, Inflight>;
-  /** Active queries and purges waiting for their answer, by id. */
-  answers: Map<number, (conversations: ActiveConversation[]) => void>;
+  /**
+   * Active queries, purges and partition drops waiting for their answer. Not
+   * comlink: the question rides in the shard's message batch and the answer
+   * in its frame batch, the channel every turn takes (PendingReplies).
+   */
+  answers: PendingReplies<ActiveConversation[]>;
   generation: number;
   /** The watchdog's cells of the current worker (see Heartbeat). */
   cells: Int32Array;
@@ -118,18 +97,6 @@ const PURGE_TIMEOUT_MS = 30_000;
 
 const key = (conn: number, req: number): string => `${conn}:${req}`;
 
-/**
- * A shard's young generation (V8's default grows to 48 MiB per thread). A
- * long streamed answer churns millions of short strings, and the default let
- * each shard's young space grow to its maximum and stay there: measured on a
- * 16 MiB echo stream, peak resident growth fell from 12.4x the request to
- * about 9-10x with 12 MiB.
- */
-const SHARD_YOUNG_GENERATION_MB = 12;
-
-/** How long a shard may take to close its store at shutdown before it is terminated anyway. */
-const STOP_TIMEOUT_MS = 5_000;
-
 export class ShardPool {
   readonly count: number;
   /** Each connection's requests in flight here (max_inflight_per_connection). */
@@ -140,7 +107,6 @@ export class ShardPool {
   #closing = false;
   /** The last observe and done_watch broadcast: what every shard must know from its start. */
   readonly #standing = new Map<'observe' | 'done_watch', ToShard>();
-  #nextAnswerId = 1;
   #inflightCount = 0;
   #idleWaiters: (() => void)[] = [];
   readonly #flush = (): void => this.#flushAll();
@@ -158,7 +124,7 @@ export class ShardPool {
     this.#watchdog = new ShardWatchdog(opts.stallMs, (index) => this.#onStall(this.#shards[index]!));
     for (let index = 0; index < opts.count; index++) {
       const cells = new Int32Array(0);
-      this.#shards.push({ index, worker: null, outbound: [], inflight: new Map(), answers: new Map(), generation: 0, cells });
+      this.#shards.push({ index, worker: null, outbound: [], inflight: new Map(), answers: new PendingReplies(), generation: 0, cells });
     }
   }
 
@@ -263,19 +229,10 @@ export class ShardPool {
   }
 
   #ask(s: ShardThread, build: (id: number) => ToShard, timeoutMs: number): Promise<ActiveConversation[]> {
-    return new Promise<ActiveConversation[]>((resolve, reject) => {
-      const id = this.#nextAnswerId++;
-      const timer = setTimeout(() => {
-        s.answers.delete(id);
-        reject(new Error(`shard ${s.index} did not answer within ${timeoutMs} ms`));
-      }, timeoutMs);
-      timer.unref();
-      s.answers.set(id, (conversations) => {
-        clearTimeout(timer);
-        resolve(conversations);
-      });
-      this.#enqueue(s, build(id));
-    });
+    const late = (id: number): boolean => s.answers.reject(id, new Error(`shard ${s.index} did not answer within ${timeoutMs} ms`));
+    const { id, promise } = s.answers.open(undefined, { ms: timeoutMs, onExpiry: late, unref: true });
+    this.#enqueue(s, build(id));
+    return promise;
   }
 
   /** Resolves once no request is in flight on any shard. */
@@ -315,11 +272,7 @@ export class ShardPool {
     const heartbeat = new SharedArrayBuffer(Heartbeat.CELLS * Int32Array.BYTES_PER_ELEMENT);
     shard.cells = new Int32Array(heartbeat);
     const init: ShardInit = { ...outputs.init(shard.index), heartbeat, heartbeatMs: this.#watchdog.intervalMs, stalled };
-    const worker = new Worker(workerScript('shard'), {
-      workerData: init,
-      transferList: init.writerPort === null ? [init.harnessPort, init.mcpPort] : [init.harnessPort, init.mcpPort, init.writerPort],
-      resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
-    });
+    const worker = startShard(init);
     shard.worker = worker;
     // What waited for a replacement goes now; the shard takes it once its start-up work is done.
     // The standing state first (a replacement knows nothing of it), then what waited for the replacement.
@@ -374,14 +327,9 @@ export class ShardPool {
       this.#inflightCount--;
       this.budget.release(done[i]!);
     }
-    for (const a of batch.activeAnswers) this.#answer(shard, a.id, a.conversations);
-    for (const id of batch.purged) this.#answer(shard, id, []);
+    for (const a of batch.activeAnswers) shard.answers.resolve(a.id, a.conversations);
+    for (const id of batch.purged) shard.answers.resolve(id, []);
     if (this.#inflightCount === 0 && this.#idleWaiters.length > 0) this.#wakeIdle();
-  }
-
-  #answer(shard: ShardThread, id: number, conversations: ActiveConversation[]): void {
-    shard.answers.get(id)?.(conversations);
-    shard.answers.delete(id);
   }
 
   #wakeIdle(): void {
@@ -436,50 +384,15 @@ export class ShardPool {
 
   /** Ends every request and turn the lost shard owed; returns the turns to store as ended `stalled`. */
   #endAll(shard: ShardThread, why: string, cause: 'crash' | 'stall', outputs: ShardOutputs): StalledTurn[] {
-    const lost = new Map(this.#ledger.takeShard(shard.index).map((t) => [t.seq, t]));
     const runningSeq = shard.cells.length > 0 ? Atomics.load(shard.cells, Heartbeat.RUNNING) : 0;
-    const stalled: StalledTurn[] = [];
-    for (const t of lost.values()) {
-      if (lostVerdict(t, runningSeq, cause).recordStalled) {
-        const { agent, sender, contentBytes, guest, turnId } = t.req;
-        const content = contentBytes ? utf8Text(contentBytes) : t.req.content;
-        stalled.push({ agent, sender, content, guest, turnId, error: why });
-      }
-      this.#turnGone(t, outputs);
-    }
-    for (const f of shard.inflight.values()) {
-      const turn = f.turnSeq === null ? null : lostVerdict(lost.get(f.turnSeq), runningSeq, cause);
-      if (f.kind === 'stream') {
-        if (!f.started) outputs.deliver(f.conn, frameOf(f.req, 0, streamBody('start', { agent: f.agent })));
-        const end: EndEvent = { agent: f.agent, error: why, model: '', usage: zeroUsage(), stop_reason: turn?.stopReason ?? StopReason.Error };
-        if (turn !== null) end.stored = turn.stored;
-        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, streamBody('end', end)));
-      } else {
-        const error = turn === null ? { code: Code.Internal, message: why } : { code: Code.Internal, message: why, stored: turn.stored };
-        outputs.deliver(f.conn, frameOf(f.req, FLAG_LAST, errorBody(error)));
-      }
-      this.budget.release(f.conn);
-    }
+    const loss = { why, cause, turns: this.#ledger.takeShard(shard.index), runningSeq, requests: shard.inflight.values() };
+    const stalled = settleShardLoss(loss, (conn, frames) => outputs.deliver(conn, frames), (t) => this.#turnGone(t, outputs));
+    for (const f of shard.inflight.values()) this.budget.release(f.conn);
     this.#inflightCount -= shard.inflight.size;
     shard.inflight.clear();
     // The shard's conversations died with it: it has none active now.
-    for (const answer of shard.answers.values()) answer([]);
-    shard.answers.clear();
+    shard.answers.resolveAll([]);
     if (this.#inflightCount === 0) this.#wakeIdle();
     return stalled;
   }
-}
-
-/** Asks a shard to close its store, and terminates it once it has, or has exited, or after STOP_TIMEOUT_MS. */
-async function stopShard(worker: Worker): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const stopped = new Promise<void>((resolve) => {
-    worker.on('message', (msg: FromShard) => msg.type === 'stopped' && resolve());
-    worker.once('exit', () => resolve());
-    timer = setTimeout(resolve, STOP_TIMEOUT_MS);
-  });
-  worker.postMessage({ type: 'stop' } satisfies StopRequest);
-  await stopped;
-  clearTimeout(timer);
-  await worker.terminate();
 }

@@ -6,7 +6,7 @@
  * moved for `stallMs` is reported once. A slow main only delays the check: the
  * time is measured from the last change main saw, not from a missed deadline.
  */
-import { Heartbeat } from '../../shared/threads.ts';
+import { Heartbeat } from '../../shared/threads/heartbeat.ts';
 
 interface Watched {
   cells: Int32Array;

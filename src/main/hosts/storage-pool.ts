@@ -8,7 +8,7 @@
  * threads of their own (search-lane.ts), so they never hold these.
  */
 import type { Piscina } from 'piscina';
-import type { SearchOptions, StorageInit, StorageTask } from '../../shared/threads.ts';
+import type { SearchOptions, StorageInit, StorageTask } from '../../threads/storage/messages.ts';
 import type { StoreLocation } from '../../shared/store-location.ts';
 import { SearchLane, type SearchOwner } from './search-lane.ts';
 import { closeStorageThreads, storageThreadPool } from './storage-threads.ts';

@@ -5,7 +5,7 @@
  */
 import { Piscina } from 'piscina';
 import { workerScript } from './worker-script.ts';
-import type { StorageInit } from '../../shared/threads.ts';
+import type { StorageInit } from '../../threads/storage/messages.ts';
 
 /**
  * A storage thread's young generation (V8's default grows to 48 MiB per

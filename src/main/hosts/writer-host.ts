@@ -8,7 +8,7 @@
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../shared/log.ts';
-import { Heartbeat } from '../../shared/threads.ts';
+import { Heartbeat } from '../../shared/threads/heartbeat.ts';
 import { WRITER_TOKEN, WriteLock } from '../../storage/sqlite/write-lock.ts';
 import type { FromWriter, ToWriter, WriterInit } from '../../threads/writer/messages.ts';
 import { ShardWatchdog } from './shard-watchdog.ts';

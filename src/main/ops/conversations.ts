@@ -4,7 +4,7 @@
  */
 import { SEARCH_LIMITS } from '../../shared/protocol.ts';
 import { AgentdError, Code } from '../../shared/errors.ts';
-import type { SearchOptions, StorageTask } from '../../shared/threads.ts';
+import type { SearchOptions, StorageTask } from '../../threads/storage/messages.ts';
 import type { ReplyOf } from '../../shared/wire/ops.ts';
 import { commonView, type OpArgs } from './op-args.ts';
 import { op, ROUTED, type DispatchContext, type OpTable, type Requester } from './op-table.ts';

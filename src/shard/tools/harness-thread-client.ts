@@ -10,12 +10,17 @@
  * Two clocks: starting the thread and importing a module may take up to
  * LOAD_TIMEOUT_MS; a tool's own limit (tool_timeout_ms) starts when the
  * thread says it is running the tool.
+ *
+ * PendingReplies, not comlink: a cancelled turn must stop waiting at once
+ * and abort the tool's signal in the thread, and a call past its limit must
+ * stop the thread; comlink can neither cancel a call nor time it.
  */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import type { ToolSpec } from '../../models/types.ts';
 import { toolSpecsFrom, type FromHarness, type HarnessThreadInit, type ToHarness } from '../../threads/harness/messages.ts';
 import type { Capability } from '../../shared/config.ts';
+import { PendingReplies, type CallTimeout } from '../../shared/threads/port-rpc.ts';
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 /** The most a thread start plus a module's import (and its top-level code) may take. */
@@ -36,6 +41,7 @@ export interface HarnessCall {
 /** Answers a capability request of a running call (the grant is checked by the handler). */
 export type CapabilityHandler = (call: HarnessCall, capability: string, args: unknown[]) => Promise<unknown>;
 
+/** What the client keeps about a request in the thread; once its caller stops waiting, its time limit still guards the thread. */
 interface InFlight {
   /** For messages: `tool "x" of harness module "m"`. */
   what: string;
@@ -45,9 +51,6 @@ interface InFlight {
   running: boolean;
   /** null for a `describe`. */
   call: HarnessCall | null;
-  /** null once the caller stopped waiting (its turn was cancelled); the time limit still guards the thread. */
-  settle: { resolve(value: unknown): void; reject(err: Error): void } | null;
-  timer: NodeJS.Timeout;
 }
 
 type Request = { t: 'describe'; module: string } | ({ t: 'call' } & HarnessCall);
@@ -57,8 +60,7 @@ export class HarnessThread {
   readonly #env: Record<string, string>;
   readonly #onCapability: CapabilityHandler;
   #worker: Worker | null = null;
-  readonly #inFlight = new Map<number, InFlight>();
-  #nextId = 1;
+  readonly #inFlight = new PendingReplies<unknown, InFlight>();
 
   constructor(home: string, env: Record<string, string>, onCapability: CapabilityHandler) {
     this.#init = { home };
@@ -88,13 +90,13 @@ export class HarnessThread {
 
   #request(req: Request, what: string, timeoutMs: number, call: HarnessCall | null): { id: number; promise: Promise<unknown> } {
     const worker = this.#thread();
-    const id = this.#nextId++;
-    const promise = new Promise<unknown>((resolve, reject) => {
-      const timer = setTimeout(() => this.#timedOut(id), LOAD_TIMEOUT_MS);
-      this.#inFlight.set(id, { what, timeoutMs, running: false, call, settle: { resolve, reject }, timer });
-    });
+    const { id, promise } = this.#inFlight.open({ what, timeoutMs, running: false, call }, this.#limit(LOAD_TIMEOUT_MS));
     this.#post(worker, { ...req, id } as ToHarness);
     return { id, promise };
+  }
+
+  #limit(ms: number): CallTimeout {
+    return { ms, onExpiry: (id) => this.#timedOut(id) };
   }
 
   #thread(): Worker {
@@ -118,20 +120,14 @@ export class HarnessThread {
 
   /** The caller's turn was cancelled: answer it now, and tell the thread to abort the tool's signal. */
   #abandon(id: number, reason: unknown): void {
-    const f = this.#inFlight.get(id);
-    if (f?.settle == null) return;
-    f.settle.reject(reason instanceof Error ? reason : new Error(String(reason)));
-    f.settle = null;
+    if (!this.#inFlight.awaited(id)) return;
+    this.#inFlight.abandon(id, reason instanceof Error ? reason : new Error(String(reason)));
     if (this.#worker !== null) this.#post(this.#worker, { t: 'abort', id, reason: reason instanceof Error ? reason.message : String(reason) });
   }
 
   #settle(id: number, ok: boolean, value: unknown): void {
-    const f = this.#inFlight.get(id);
-    if (f === undefined) return;
-    this.#inFlight.delete(id);
-    clearTimeout(f.timer);
-    if (ok) f.settle?.resolve(value);
-    else f.settle?.reject(new Error(typeof value === 'string' ? value : 'harness error'));
+    if (ok) this.#inFlight.resolve(id, value);
+    else this.#inFlight.reject(id, new Error(typeof value === 'string' ? value : 'harness error'));
   }
 
   #onMessage(worker: Worker, msg: FromHarness): void {
@@ -143,19 +139,18 @@ export class HarnessThread {
 
   /** The tool runs now: its own time limit replaces the load limit. */
   #started(id: number): void {
-    const f = this.#inFlight.get(id);
+    const f = this.#inFlight.meta(id);
     if (f === undefined || f.running) return;
-    clearTimeout(f.timer);
     f.running = true;
-    f.timer = setTimeout(() => this.#timedOut(id), f.timeoutMs);
+    this.#inFlight.retime(id, this.#limit(f.timeoutMs));
   }
 
   #capability(worker: Worker, msg: Extract<FromHarness, { t: 'cap' }>): void {
     const answer = (reply: ToHarness): void => {
       if (worker === this.#worker) this.#post(worker, reply);
     };
-    const f = this.#inFlight.get(msg.call);
-    if (f?.call == null || f.settle === null) {
+    const f = this.#inFlight.meta(msg.call);
+    if (f?.call == null || !this.#inFlight.awaited(msg.call)) {
       return answer({ t: 'cap_reply', id: msg.id, ok: false, message: 'the tool call this capability was given to has ended' });
     }
     const args = Array.isArray(msg.args) ? msg.args : [];
@@ -167,7 +162,7 @@ export class HarnessThread {
 
   /** A request past its limit: the thread may be stuck in a loop, so it is terminated and replaced. */
   #timedOut(id: number): void {
-    const f = this.#inFlight.get(id);
+    const f = this.#inFlight.meta(id);
     if (f === undefined || this.#worker === null) return;
     const late = f.running
       ? `${f.what} timed out after ${f.timeoutMs} ms (tool_timeout_ms); its harness thread was stopped`
@@ -176,17 +171,13 @@ export class HarnessThread {
     const worker = this.#worker;
     this.#worker = null;
     void worker.terminate();
-    this.#failAll((failed) => (failed === id ? late : others));
+    this.#inFlight.rejectAll((failed) => new Error(failed === id ? late : others));
   }
 
   /** The thread died on its own (an uncaught error in harness code, say): fail what it held. */
   #lost(worker: Worker, message: string): void {
     if (worker !== this.#worker) return;
     this.#worker = null;
-    this.#failAll(() => message);
-  }
-
-  #failAll(message: (id: number) => string): void {
-    for (const id of [...this.#inFlight.keys()]) this.#settle(id, false, message(id));
+    this.#inFlight.rejectAll(() => new Error(message));
   }
 }

@@ -10,8 +10,8 @@
 import * as Comlink from 'comlink';
 import type { MessagePort } from 'node:worker_threads';
 import type { AgentConfig, Capability, HarnessConfig, ProviderConfig } from '../../shared/config.ts';
-import { nodeEndpoint } from '../../shared/comlink-node.ts';
-import type { HarnessHostApi } from '../../shared/threads.ts';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import type { HarnessHostApi } from '../../shared/threads/harness-host-api.ts';
 import type { ToolSpec } from '../../models/types.ts';
 import type { Capabilities, Tool, ToolContext, ToolSet } from './tools.ts';
 import { NO_PARAMETERS } from '../../threads/harness/messages.ts';

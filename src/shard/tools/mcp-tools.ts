@@ -3,25 +3,22 @@
  * Tool whose `run` asks the MCP thread to call it. The shard only awaits
  * messages; cancelling the turn sends `cancel`, which aborts the call at its
  * server (the SDK's request cancellation), and the tool rejects at once.
+ *
+ * PortRpc, not comlink: a cancelled turn must reach the call at its server,
+ * and comlink has no way to cancel a call.
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { McpAnswer, McpRequest, McpToolSpec } from '../../threads/mcp/messages.ts';
+import { PortRpc } from '../../shared/threads/port-rpc.ts';
 import type { Tool } from './tools.ts';
 
 type Ask = { type: 'tools'; agent: string } | { type: 'call'; agent: string; name: string; args: unknown; timeoutMs: number };
 
 export class McpTools {
-  readonly #port: MessagePort;
-  readonly #pending = new Map<number, (a: McpAnswer) => void>();
-  #nextId = 1;
+  readonly #rpc: PortRpc<Ask, McpAnswer>;
 
   constructor(port: MessagePort) {
-    this.#port = port;
-    port.on('message', (a: McpAnswer) => {
-      const settle = this.#pending.get(a.id);
-      this.#pending.delete(a.id);
-      settle?.(a);
-    });
+    this.#rpc = new PortRpc(port, () => new Error('MCP: the MCP thread stopped before it answered'));
     port.unref(); // pending calls keep their turns alive, not the thread
   }
 
@@ -41,20 +38,6 @@ export class McpTools {
   }
 
   #ask(what: Ask, signal: AbortSignal): Promise<McpAnswer> {
-    signal.throwIfAborted();
-    const id = this.#nextId++;
-    return new Promise<McpAnswer>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.#pending.delete(id);
-        this.#port.postMessage({ type: 'cancel', id } satisfies McpRequest);
-        reject(signal.reason instanceof Error ? signal.reason : new Error('cancelled'));
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#pending.set(id, (a) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(a);
-      });
-      this.#port.postMessage({ ...what, id } satisfies McpRequest);
-    });
+    return this.#rpc.request(what, signal, (id) => this.#rpc.post({ type: 'cancel', id } satisfies McpRequest));
   }
 }

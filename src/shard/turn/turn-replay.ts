@@ -7,7 +7,7 @@
  */
 import { Code } from '../../shared/errors.ts';
 import { StopReason, type EndEvent } from '../../shared/protocol.ts';
-import type { TurnRequest } from '../../shared/threads.ts';
+import type { TurnRequest } from '../../shared/threads/shard-messages.ts';
 import type { FrameOut } from '../outbox.ts';
 import { errorBody, replyBody, streamBody, type ErrorBody, type ReplyBody } from '../../shared/wire/frames.ts';
 import type { TurnOutcome } from '../../storage/contract.ts';

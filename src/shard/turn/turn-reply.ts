@@ -7,7 +7,7 @@
  */
 import { Code } from '../../shared/errors.ts';
 import { StopReason, zeroUsage, type EndEvent } from '../../shared/protocol.ts';
-import type { TurnRequest } from '../../shared/threads.ts';
+import type { TurnRequest } from '../../shared/threads/shard-messages.ts';
 import type { FrameOut } from '../outbox.ts';
 import type { AgentEvent, AgentEventKind, StreamEventName } from '../../shared/wire/ops.ts';
 import { agentEventBody, errorBody, replyBody, streamBody } from '../../shared/wire/frames.ts';

@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import { now } from '../sqlite/db.ts';
-import type { StalledTurn } from '../../shared/threads.ts';
+import type { StalledTurn } from '../../shared/threads/shard-messages.ts';
 import type { Message } from '../../models/types.ts';
 import { fenceFor, type FenceSource } from '../../shared/partitions.ts';
 import { checkFence } from './fences.ts';

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import type { Logger } from '../../shared/log.ts';
 import { now } from '../sqlite/db.ts';
 import type { AgentConfig } from '../../shared/config.ts';
-import type { SearchOptions } from '../../shared/threads.ts';
+import type { SearchOptions } from '../../threads/storage/messages.ts';
 import type { ConversationSummary, SessionHit } from '../../shared/wire/ops.ts';
 import { claimFence } from './fences.ts';
 import { inTransaction, type PoolClient } from './pool.ts';

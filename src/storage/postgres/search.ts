@@ -8,7 +8,7 @@
  * cases, the scores are on another scale.
  */
 import type pg from 'pg';
-import type { SearchOptions } from '../../shared/threads.ts';
+import type { SearchOptions } from '../../threads/storage/messages.ts';
 import type { SessionHit } from '../../shared/wire/ops.ts';
 import { tsQueryText } from './search-text.ts';
 import { SEARCH_LIMITS } from '../../shared/protocol.ts';

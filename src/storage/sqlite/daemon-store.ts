@@ -6,7 +6,7 @@
 import { boundedCheckpoint, now, openDatabase, prepareDatabaseFile, type Db } from './db.ts';
 import { startupStatements, storageStatements } from './daemon-sql.ts';
 import type { AgentConfig } from '../../shared/config.ts';
-import type { SearchOptions } from '../../shared/threads.ts';
+import type { SearchOptions } from '../../threads/storage/messages.ts';
 import type { ConversationSummary, SessionHit } from '../../shared/wire/ops.ts';
 import type { WriteLock } from './write-lock.ts';
 import { SessionSearch } from './search.ts';

@@ -13,21 +13,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ConversationStore } from './store.ts';
 import type { TurnRecord } from '../contract.ts';
-
-/** Per turn: its conversation's row id, or the message of why it was not stored. */
-export type CommitResult = number | string;
-
-/** Shard → writer, on the shard's port. */
-export interface CommitRequest {
-  id: number;
-  turns: TurnRecord[];
-}
-
-/** Writer → shard: one result per turn of request `id`, in order. */
-export interface CommitReply {
-  id: number;
-  results: CommitResult[];
-}
+import type { CommitReply, CommitRequest, CommitResult } from '../../threads/writer/messages.ts';
 
 interface Queued {
   turns: readonly TurnRecord[];

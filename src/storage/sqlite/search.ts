@@ -7,7 +7,7 @@
  */
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.ts';
-import type { SearchOptions } from '../../shared/threads.ts';
+import type { SearchOptions } from '../../threads/storage/messages.ts';
 import type { SearchWindowMessage, SessionHit } from '../../shared/wire/ops.ts';
 import { SearchIndex } from './search-index.ts';
 import { ftsQuery, queryWords, rankConversations, SEARCH_CANDIDATES, windowSides } from '../search-rules.ts';

@@ -12,12 +12,12 @@
 import type { Db } from './db.ts';
 import type { Transaction } from 'better-sqlite3';
 import { now, unindexMessages } from './db.ts';
-import type { StalledTurn } from '../../shared/threads.ts';
+import type { StalledTurn } from '../../shared/threads/shard-messages.ts';
 import type { Message } from '../../models/types.ts';
 import { TITLE_CHARS } from '../../shard/conversation.ts';
 import type { WriteLock } from './write-lock.ts';
 import { stalledRecord, type MessageRow, type OutcomeRow, toMessage, toOutcome } from '../stored-rows.ts';
-import type { CommitResult } from './group-commit.ts';
+import type { CommitResult } from '../../threads/writer/messages.ts';
 import { WriterLostError, type WriterClient } from '../../threads/writer/writer-client.ts';
 import { settled, type ConversationRef, type ConversationStorage, type StoredConversation, type TurnOutcome, type TurnRecord } from '../contract.ts';
 

@@ -6,7 +6,7 @@
  */
 import { workerData } from 'piscina';
 import { createLogger } from '../../shared/log.ts';
-import type { StorageInit, StorageTask } from '../../shared/threads.ts';
+import type { StorageInit, StorageTask } from './messages.ts';
 import { STORAGE_POOL_TOKEN, WriteLock } from '../../storage/sqlite/write-lock.ts';
 import type { DaemonStorage } from '../../storage/contract.ts';
 import { openDaemonStorage } from '../../storage/backends.ts';

@@ -7,6 +7,7 @@
  * (storage/sqlite/group-commit.ts).
  */
 import type { MessagePort } from 'node:worker_threads';
+import type { TurnRecord } from '../../storage/contract.ts';
 
 /** What the writer thread starts with (workerData). */
 export interface WriterInit {
@@ -15,7 +16,7 @@ export interface WriterInit {
   /** The shared write lock, taken around each commit. */
   writeLock: SharedArrayBuffer;
   logLevel: string;
-  /** The watchdog's cells (see Heartbeat in threads.ts): the writer bumps BEAT every heartbeatMs. */
+  /** The watchdog's cells (see Heartbeat in shared/threads/heartbeat.ts): the writer bumps BEAT every heartbeatMs. */
   heartbeat: SharedArrayBuffer;
   heartbeatMs: number;
   /** Test-only fault injection (AGENTD_TEST_WRITER_CRASH_TOKEN / _STALL_TOKEN): a turn holding this content crashes / freezes the writer. */
@@ -33,4 +34,19 @@ export type FromWriter = { type: 'ready' } | { type: 'closed' };
 export interface WriterPortMessage {
   type: 'writer_port';
   port: MessagePort;
+}
+
+/** Per turn: its conversation's row id, or the message of why it was not stored. */
+export type CommitResult = number | string;
+
+/** Shard → writer, on the shard's port. */
+export interface CommitRequest {
+  id: number;
+  turns: TurnRecord[];
+}
+
+/** Writer → shard: one result per turn of request `id`, in order. */
+export interface CommitReply {
+  id: number;
+  results: CommitResult[];
 }

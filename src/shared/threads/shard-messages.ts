@@ -4,10 +4,10 @@
  * reply frames it produces into one transferred buffer (see FrameBatch).
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { AgentConfig, Capability, ProviderConfig } from './config.ts';
-import type { OnBusy, ToolChoice } from './protocol.ts';
-import type { ActiveConversation, SubscriptionInfo } from './wire/ops.ts';
-import type { StoreLocation } from './store-location.ts';
+import type { AgentConfig, ProviderConfig } from '../config.ts';
+import type { OnBusy, ToolChoice } from '../protocol.ts';
+import type { ActiveConversation } from '../wire/ops.ts';
+import type { StoreLocation } from '../store-location.ts';
 
 /** What a shard receives when it starts (workerData). */
 export interface ShardInit {
@@ -48,14 +48,6 @@ export interface SharedFencesInit {
   partitions: number;
   buffer: SharedArrayBuffer;
 }
-
-/**
- * The watchdog's view of a shard, an Int32Array over ShardInit.heartbeat:
- * the shard's timer bumps BEAT (a busy event loop stops bumping it), and the
- * job runner stores the seq of the turn it starts in RUNNING before running
- * it, so main knows which turn a frozen shard was in.
- */
-export const Heartbeat = { BEAT: 0, RUNNING: 1, CELLS: 2 } as const;
 
 /** A turn that was running on a shard main replaced for stalling. */
 export interface StalledTurn {
@@ -196,34 +188,11 @@ export interface ShutdownRequest {
  * main so the shard packs later batches into them instead of allocating:
  * main allocates too little to collect often, so each batch of a long
  * stream would otherwise wait there as garbage (bench/big-stream-memory.ts).
- * Only the buffers of batches outputReturns accepts travel back.
+ * Only the buffers of batches outputReturns (output-reuse.ts) accepts travel back.
  */
 export interface OutputBuffers {
   type: 'output_buffers';
   buffers: ArrayBuffer[];
-}
-
-/** Smaller sections buffers are left to the collector: a long stream's batches are larger, a small turn's are not worth a message. */
-export const OUTPUT_REUSE_MIN_BYTES = 32 * 1024;
-/** A bigger buffer (one burst) is not kept: memory returns after a big reply. */
-export const OUTPUT_REUSE_MAX_BYTES = 1024 * 1024;
-/**
- * The fewest bytes per section of a batch whose buffer travels back: main
- * writes every section of such a batch with a completion callback (a tick of
- * its own), which a broadcast of small events to hundreds of observers would
- * pay per observer. Long answers, what left dead buffers in main, come in
- * big sections.
- */
-export const OUTPUT_REUSE_MIN_SECTION_BYTES = 4096;
-
-/**
- * Whether a batch of `sections` sections, `bytes` bytes in all, is one whose
- * buffer main hands back and the shard reuses. The shard decides it and
- * marks the batch (FrameBatch.sectionsReturn), so no buffer main keeps is
- * ever packed into a handed-back one, and main does not count sections.
- */
-export function outputReturns(bytes: number, sections: number): boolean {
-  return bytes >= OUTPUT_REUSE_MIN_BYTES && bytes <= OUTPUT_REUSE_MAX_BYTES && bytes >= OUTPUT_REUSE_MIN_SECTION_BYTES * sections;
 }
 
 /**
@@ -282,17 +251,6 @@ export interface TurnFinished {
   chain: number;
 }
 
-/** What a shard sees of main's harness host, through comlink (PROTOCOL §5). */
-export interface HarnessHostApi {
-  /** `who` is the running turn's pair, set by the shard (never by a tool's arguments). */
-  call(who: CapabilityCaller, capability: Capability, args: unknown[]): Promise<unknown>;
-}
-
-export interface CapabilityCaller {
-  agent: string;
-  sender: string;
-}
-
 /** Connection id of turns fired by the event bus: they have no connection, and their frames go nowhere. */
 export const BUS_CONN = 0;
 
@@ -305,64 +263,3 @@ export interface ShardStopped {
 }
 
 export type FromShard = FrameBatch | ShardReady | ShardStopped;
-
-/** A stored subscription is the wire's SubscriptionInfo as it is. */
-export type SubscriptionRecord = SubscriptionInfo;
-
-/** What main reads once at start-up (the `prepare` task), after the schema is brought up to date. */
-export interface StoredStartupState {
-  /** Every stored agent's raw config (validated by main); seeded from the config file on the very first start. */
-  agents: { name: string; config: string }[];
-  /** True when this start seeded the agents (the store had never been seeded). */
-  seededNow: boolean;
-  subscriptions: SubscriptionRecord[];
-}
-
-/** What a storage-pool thread starts with (workerData). */
-export interface StorageInit {
-  store: StoreLocation;
-  /** The shards' write lock, which the storage threads' SQLite writes take too. */
-  writeLock: SharedArrayBuffer;
-  logLevel: string;
-}
-
-/** Database work main hands to the storage pool; each op is one DaemonStorage call. */
-export type StorageTask =
-  /** Start-up, before any shard: the schema brought up to date, agents seeded once, the start-up state read. */
-  | { op: 'prepare'; seedAgents: Record<string, AgentConfig> }
-  | { op: 'list_conversations'; agent: string | null; sender: string | null }
-  | { op: 'subscription_insert'; source: string; targetAgent: string; once: boolean }
-  | { op: 'subscription_delete'; ids: number[] }
-  /** Creates or replaces an agent's stored configuration. */
-  | { op: 'agent_upsert'; name: string; config: string }
-  /** Deletes an agent, its conversations (and their search entries) and its subscriptions. */
-  | { op: 'agent_delete'; name: string }
-  /** Periodic upkeep (SQLite: the bounded WAL checkpoint). */
-  | { op: 'maintain'; walMaxBytes: number }
-  /** Indexes up to `limit` committed messages for search; answers how many it read (SQLite: search-index.ts). */
-  | { op: 'index_messages'; limit: number }
-  /**
-   * At shutdown, once no shard is left: the thread's store closes (SQLite:
-   * folds and empties the WAL first). One per thread: each waits at `barrier`
-   * (a counter) until `threads` have arrived, so no thread takes two.
-   */
-  | { op: 'close'; barrier: SharedArrayBuffer; threads: number }
-  /** Cluster mode: raises a partition's fence to `token` (DaemonStorage.claimPartition); answers whether it now holds exactly `token`. */
-  | { op: 'claim_partition'; partition: number; token: number }
-  /** Cluster mode: the agents and subscriptions as the shared store holds them now (DaemonStorage.readState); `seededNow` is false. */
-  | { op: 'read_state' }
-  | ({ op: 'search_sessions' } & SearchOptions);
-
-/** A session search, its bounds already applied (PROTOCOL §4). */
-export interface SearchOptions {
-  query: string;
-  limit: number;
-  contextBefore: number;
-  contextAfter: number;
-  agent: string | null;
-  sender: string | null;
-  /** When the search must end (epoch ms; storage/search-budget.ts); none: unbounded. */
-  deadline?: number;
-  /** An Int32 main sets to 1 to cancel the search (its client went away, or the daemon is closing). */
-  cancel?: SharedArrayBuffer;
-}

@@ -2,12 +2,12 @@
  * What every store makes of its rows, and of a stalled turn, whatever the
  * database: a message row becomes a Message, an outcome row a TurnOutcome,
  * and a turn a stalled shard was running becomes the record to write.
- * SQLite (store.ts) and PostgreSQL (pg-conversations.ts) differ only in SQL.
+ * SQLite (sqlite/store.ts) and PostgreSQL (postgres/conversations.ts) differ only in SQL.
  */
 import { StopReason, zeroUsage, type Usage } from '../shared/protocol.ts';
 import type { StalledTurn } from '../shared/threads/shard-messages.ts';
 import type { Message } from '../models/types.ts';
-import type { TurnOutcome, TurnRecord } from './contract.ts';
+import type { StoredConversation, TurnOutcome, TurnRecord } from './contract.ts';
 
 export interface MessageRow {
   role: Message['role'];
@@ -19,6 +19,21 @@ export interface MessageRow {
   /** SQLite has no booleans: 0 or 1 there. */
   is_error: number | boolean;
   stop_reason: string | null;
+}
+
+/** A conversation's row, as both stores select it. */
+export interface ConversationRow {
+  id: number;
+  title: string;
+  created_at: string;
+  summary: string | null;
+  summary_upto: number;
+  message_count: number;
+}
+
+/** A loaded conversation: its row and the messages the model sees after its summary. */
+export function toStoredConversation(c: ConversationRow, recent: Message[]): StoredConversation {
+  return { id: c.id, title: c.title, createdAt: c.created_at, summary: c.summary, summaryUpto: c.summary_upto, messageCount: c.message_count, recent };
 }
 
 export function toMessage(r: MessageRow): Message {

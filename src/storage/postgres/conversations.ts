@@ -12,17 +12,8 @@ import { checkFence } from './fences.ts';
 import { inTransaction, type PoolClient } from './pool.ts';
 import { indexedWords } from './search-text.ts';
 import { appendTurn, writeTurnGroup } from './turns.ts';
-import { stalledRecord, toMessage, toOutcome, type MessageRow, type OutcomeRow } from '../stored-rows.ts';
+import { stalledRecord, toMessage, toOutcome, toStoredConversation, type ConversationRow, type MessageRow, type OutcomeRow } from '../stored-rows.ts';
 import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from '../contract.ts';
-
-interface ConversationRow {
-  id: number;
-  title: string;
-  created_at: string;
-  summary: string | null;
-  summary_upto: number;
-  message_count: number;
-}
 
 const MESSAGE_COLUMNS = 'role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason';
 
@@ -79,15 +70,7 @@ export class PgConversationStorage implements ConversationStorage {
     const r = await this.#pool.query<ConversationRow & { [K in keyof MessageRow]: MessageRow[K] | null }>({ name: 'agentd_load', text: LOAD, values: [agent, sender] });
     const c = r.rows[0];
     if (c === undefined) return null;
-    return {
-      id: c.id,
-      title: c.title,
-      createdAt: c.created_at,
-      summary: c.summary,
-      summaryUpto: c.summary_upto,
-      messageCount: c.message_count,
-      recent: c.role === null ? [] : r.rows.map((row) => toMessage(row as MessageRow)),
-    };
+    return toStoredConversation(c, c.role === null ? [] : r.rows.map((row) => toMessage(row as MessageRow)));
   }
 
   async exists(agent: string, sender: string): Promise<boolean> {

@@ -16,7 +16,7 @@ import type { StalledTurn } from '../../shared/threads/shard-messages.ts';
 import type { Message } from '../../models/types.ts';
 import { TITLE_CHARS } from '../../shard/conversation.ts';
 import type { WriteLock } from './write-lock.ts';
-import { stalledRecord, type MessageRow, type OutcomeRow, toMessage, toOutcome } from '../stored-rows.ts';
+import { stalledRecord, toMessage, toOutcome, toStoredConversation, type ConversationRow, type MessageRow, type OutcomeRow } from '../stored-rows.ts';
 import type { CommitResult } from '../../threads/writer/messages.ts';
 import { WriterLostError, type WriterClient } from '../../threads/writer/writer-client.ts';
 import { settled, type ConversationRef, type ConversationStorage, type StoredConversation, type TurnOutcome, type TurnRecord } from '../contract.ts';
@@ -46,7 +46,7 @@ export class ConversationStore {
   constructor(db: Db, lock: WriteLock) {
     this.#db = db;
     this.#lock = lock;
-    this.#find = db.prepare<[string, string], { id: number; title: string; created_at: string; summary: string | null; summary_upto: number; message_count: number }>(
+    this.#find = db.prepare<[string, string], ConversationRow>(
       'SELECT id, title, created_at, summary, summary_upto, message_count FROM conversations WHERE agent = ? AND sender = ?',
     );
     this.#recent = db.prepare<[number, number], MessageRow>(
@@ -149,15 +149,7 @@ export class ConversationStore {
   load(agent: string, sender: string): StoredConversation | null {
     const c = this.#find.get(agent, sender);
     if (c === undefined) return null;
-    return {
-      id: c.id,
-      title: c.title,
-      createdAt: c.created_at,
-      summary: c.summary,
-      summaryUpto: c.summary_upto,
-      messageCount: c.message_count,
-      recent: this.#recent.all(c.id, c.summary_upto).map(toMessage),
-    };
+    return toStoredConversation(c, this.#recent.all(c.id, c.summary_upto).map(toMessage));
   }
 
   exists(agent: string, sender: string): boolean {

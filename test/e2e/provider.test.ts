@@ -124,7 +124,7 @@ describe('OpenAI-compatible provider', () => {
     const r = await c.send('flaky', 'again', { sender: 'p5' });
     expect(r.content).toBe('Hello, world');
     expect(chatRequests().filter((q) => q.body.model === 'flaky').length - before).toBe(2);
-    await expect(c.send('down', 'hello', { sender: 'p6' })).rejects.toMatchObject({ code: 500, message: 'fake: 500 the model is down for maintenance' });
+    await expect(c.send('down', 'hello', { sender: 'p6' })).rejects.toMatchObject({ code: 500, message: 'fake: HTTP 500 Internal Server Error: the model is down for maintenance' });
     expect(chatRequests().filter((q) => q.body.model === 'down')).toHaveLength(4);
   });
 

@@ -32,17 +32,16 @@ import { peakResident, resetPeak } from '../helpers/resident-memory.ts';
 const MIB = 1024 * 1024;
 const SIZE_MIB = Number(process.env.AGENTD_BIG_STREAM_MIB ?? 16);
 /**
- * The largest growth measured, 4.9x (beside a busy loop on the 2-core machine,
- * its load average near 40; bench/results/test-memory-bounds.md has the
- * spread), times a margin of 1.2 for a machine busier still: how busy the
- * machine is moves this figure (2.6-3.3x on a quiet one), not the code. What
- * still fails: output held per word (the original 1.5 GB for 16 MiB, about
- * 90x), or a change that holds three more copies of the request at once (two
- * on a busy machine). Single extra copies are the deterministic tests' to
- * catch (store-commit-memory, search-memory). The search adds next to nothing
- * to the stream's peak, so the same bound holds after it.
+ * The largest growth measured, 6.4x (after the search, in a full CI run on
+ * the 2-core machine; bench/results/test-memory-bounds.md has the spread),
+ * times a margin of 1.25: how busy the machine is, and the machine itself,
+ * move this figure (the same build measured 2.6-3.3x on one quiet machine and
+ * 4.3-5.2x on another), not the code. What still fails: output held per word
+ * (the original 1.5 GB for 16 MiB, about 90x), or a change that holds two
+ * more copies of the request at once. Single extra copies are the
+ * deterministic tests' to catch (store-commit-memory, search-memory).
  */
-const MAX_GROWTH_PER_BYTE = 6;
+const MAX_GROWTH_PER_BYTE = 8;
 
 describe('a big stream', () => {
   it(`${SIZE_MIB} MiB of two-byte words arrive whole, in coalesced frames, to a reading client; peak memory grows < ${MAX_GROWTH_PER_BYTE}x the request, before and after a search`, { timeout: 240_000 }, async () => {

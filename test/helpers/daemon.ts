@@ -46,7 +46,7 @@ export function makeHome(config?: Record<string, unknown>): string {
 }
 
 /** Runs agentd to completion (for start-up failures); returns its exit and output. */
-export function runAgentd(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runAgentd(args: string[], env: Record<string, string> = {}, timeoutMs = READY_MS): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolvePromise) => {
     const proc = spawn(AGENTD, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

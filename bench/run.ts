@@ -33,6 +33,7 @@ import * as turncost from './suites/turn-costs.ts';
 import * as agents from './suites/agents.ts';
 import * as mcp from './suites/mcp.ts';
 import * as cluster from './suites/cluster.ts';
+import * as designFloor from './suites/design-floor.ts';
 
 const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   micro: micro.run,
@@ -47,6 +48,7 @@ const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   storage: storage.run,
   memory: memory.run,
   cluster: cluster.run,
+  floor: designFloor.run,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, suite: { type: 'string' }, workers: { type: 'string' }, baseline: { type: 'string' } } });
@@ -73,17 +75,28 @@ const ctx: BenchContext = {
   sizes: quick ? { latencyN: 2_000, rateMs: 700, warmupMs: 200 } : { latencyN: 10_000, rateMs: 2_000, warmupMs: 500 },
 };
 
+const out = resolve(import.meta.dirname, 'results');
+mkdirSync(out, { recursive: true });
+const machine = { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform, workers, quick, redis: redis !== null, date: new Date().toISOString() };
+/** Written after every suite, so a run cut short keeps what it measured. */
+function writeResults(done: string[]): string {
+  writeFileSync(join(out, 'latest.json'), `${JSON.stringify({ machine, suites_done: done, results: report.rows.map(({ spread: _s, ...r }) => r) }, null, 2)}\n`);
+  return writeResultsMarkdown(out);
+}
+
+const done: string[] = [];
 try {
   for (const [name, run] of Object.entries(SUITES)) {
-    if (values.suite === undefined || values.suite === name) await run(ctx);
+    if (values.suite !== undefined && values.suite !== name) continue;
+    const t0 = Date.now();
+    await run(ctx);
+    done.push(name);
+    writeResults(done);
+    Report.progress(`${name}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s; results so far in ${join(out, 'latest.json')}`);
   }
 } finally {
   await Promise.all([agentd.stop(), floor.stop(), redis?.stop()]);
 }
 
 process.stdout.write(`${report.table()}\n\nratio = agentd / anchor (lower is better for µs and bytes, higher for rates); spread = (max-min)/median of agentd over ${report.rounds} rounds\n`);
-const out = resolve(import.meta.dirname, 'results');
-mkdirSync(out, { recursive: true });
-const machine = { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform, workers, quick, redis: redis !== null, date: new Date().toISOString() };
-writeFileSync(join(out, 'latest.json'), `${JSON.stringify({ machine, results: report.rows.map(({ spread: _s, ...r }) => r) }, null, 2)}\n`);
-Report.progress(`wrote ${join(out, 'latest.json')} and ${writeResultsMarkdown(out)}`);
+Report.progress(`wrote ${join(out, 'latest.json')} and ${writeResults(done)}`);

@@ -58,7 +58,7 @@ function tickWriter(socket: Socket): (bytes: Uint8Array) => void {
 /** agentd framing; `body(i)` makes the i-th request body (a template frame is reused when it is constant). */
 export async function frameClient(target: string | { host: string; port: number }, body: (i: number) => unknown): Promise<BenchClient> {
   const socket = await connect(target);
-  const waiting = new Map<number, () => void>();
+  const waiting = new Map<number, (err?: Error) => void>();
   const firsts = new Map<number, bigint>();
   const decoder = new FrameDecoder({
     onFrame: (id, flags) => {
@@ -72,6 +72,13 @@ export async function frameClient(target: string | { host: string; port: number 
   }, 1 << 30);
   socket.on('data', (c: Buffer) => decoder.push(c));
   socket.on('error', () => {});
+  let closed = false;
+  // A server that dies fails the requests it owed, so a run ends with an error instead of waiting forever.
+  socket.on('close', () => {
+    closed = true;
+    for (const fail of waiting.values()) fail(new Error(`the server closed the connection with ${waiting.size} requests unanswered`));
+    waiting.clear();
+  });
   let next = 0;
   const write = tickWriter(socket);
   const client: BenchClient = {
@@ -94,7 +101,8 @@ export async function frameClient(target: string | { host: string; port: number 
       frame[8] = 0;
       frame.set(payload, HEADER_BYTES);
       write(frame);
-      return new Promise<void>((resolve) => waiting.set(id, resolve));
+      if (closed) return Promise.reject(new Error('the connection is closed'));
+      return new Promise<void>((resolve, reject) => waiting.set(id, (err) => (err === undefined ? resolve() : reject(err))));
     },
     close: () => socket.destroy(),
   };

@@ -121,3 +121,12 @@ export async function startRedis(): Promise<Proc | null> {
   await waitForLine(proc, /Ready to accept connections/, 'redis-server');
   return { unix, tcp: { host: '127.0.0.1', port }, proc, stop: stopper(proc, () => rmSync(dir, { recursive: true, force: true })) };
 }
+
+/** The design floor (bench/design-floor/main.mjs): agentd's shape at its least, storing in a fresh SQLite file. */
+export async function startDesignFloor(workers: number, index: 'commit' | 'after'): Promise<Proc> {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-design-floor-'));
+  const unix = join(dir, 'floor.sock');
+  const proc = spawn(process.execPath, [join(ROOT, 'bench/design-floor/main.mjs'), unix, join(dir, 'floor.db'), String(workers), index], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const m = await waitForLine(proc, /port (\d+)/, 'design floor');
+  return { unix, tcp: { host: '127.0.0.1', port: Number(m[1]) }, proc, stop: stopper(proc, () => rmSync(dir, { recursive: true, force: true })) };
+}

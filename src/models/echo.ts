@@ -41,11 +41,26 @@ export function countWords(text: string): number {
   return n;
 }
 
-/** Word counts of history messages, computed once each: a turn re-sends the whole history. */
-const wordCache = new WeakMap<Message, number>();
+/**
+ * Running word counts: for each message, the words of the history up to and
+ * including it. A history only grows at its end or is rebuilt from a new
+ * first message (load, compaction), so a count is reused only where the
+ * message sits at the same index behind the same first and previous messages;
+ * a turn then counts its new messages only, however long its conversation.
+ */
+const prefixWords = new WeakMap<Message, { index: number; first: Message; before: Message | null; total: number }>();
 
 /** Matches counted between two looks at the clock while counting a long text. */
 const COUNT_CHECK_EVERY = 65_536;
+
+/** Where counting must start: just past the newest message whose running count still holds. */
+function countedPrefix(messages: readonly Message[]): { from: number; total: number } {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const hit = prefixWords.get(messages[i]!);
+    if (hit !== undefined && hit.index === i && hit.first === messages[0] && hit.before === (i === 0 ? null : messages[i - 1]!)) return { from: i + 1, total: hit.total };
+  }
+  return { from: 0, total: 0 };
+}
 
 /**
  * The words of every message, yielding to the event loop every
@@ -53,22 +68,20 @@ const COUNT_CHECK_EVERY = 65_536;
  * it is sent, must not hold its shard for seconds.
  */
 async function promptWords(messages: readonly Message[]): Promise<number> {
-  let total = 0;
+  let { from, total } = countedPrefix(messages);
   let slice = performance.now();
-  for (const m of messages) {
-    let n = wordCache.get(m);
-    if (n === undefined) {
-      n = 0;
-      const word = /\S+/g;
-      while (word.exec(m.content) !== null) {
-        if (++n % COUNT_CHECK_EVERY === 0 && performance.now() - slice > YIELD_EVERY_MS) {
-          await nextTurn();
-          slice = performance.now();
-        }
+  for (let i = from; i < messages.length; i++) {
+    const m = messages[i]!;
+    let n = 0;
+    const word = /\S+/g;
+    while (word.exec(m.content) !== null) {
+      if (++n % COUNT_CHECK_EVERY === 0 && performance.now() - slice > YIELD_EVERY_MS) {
+        await nextTurn();
+        slice = performance.now();
       }
-      wordCache.set(m, n);
     }
     total += n;
+    prefixWords.set(m, { index: i, first: messages[0]!, before: i === 0 ? null : messages[i - 1]!, total });
   }
   return total;
 }

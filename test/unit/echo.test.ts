@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { countWords, EchoModel, wordChunks } from '../../src/models/echo.ts';
-import type { ModelEvent } from '../../src/models/types.ts';
+import type { Message, ModelEvent } from '../../src/models/types.ts';
 import { Cancellation } from '../../src/shard/turn/cancellation.ts';
 import { validateAgentConfig } from '../../src/shared/config-checks.ts';
 
@@ -66,5 +66,29 @@ describe('echo model', () => {
     expect(loopTurns).toBeGreaterThan(1);
     expect(evs[0]).toEqual({ type: 'text', delta: '6 messages; the user said: pay the invoice today pay the / pay the invoice today pay the / pay the invoice today pay the' });
     expect(evs.at(-1)).toMatchObject({ type: 'usage', usage: { prompt_tokens: 6 * 1_600_000 + 1 } });
+  });
+
+  it('counts a growing history right, turn after turn, and after it is rebuilt', async () => {
+    const model = new EchoModel();
+    const request = { tools: [], toolChoice: null, agent: validateAgentConfig({}, 't', 'a'), cancel: new Cancellation() };
+    const prompt = async (messages: Message[]): Promise<number> => {
+      let tokens = -1;
+      for await (const ev of model.stream({ ...request, messages })) if (ev.type === 'usage') tokens = ev.usage.prompt_tokens;
+      return tokens;
+    };
+    const history: Message[] = [];
+    let words = 0;
+    for (let turn = 1; turn <= 50; turn++) {
+      const user: Message = { role: 'user', content: 'word '.repeat(turn) };
+      words += turn;
+      expect(await prompt([...history, user])).toBe(words);
+      history.push(user, { role: 'assistant', content: 'word '.repeat(turn) });
+      words += turn;
+    }
+    // A compacted history reuses no count: the summary replaced what came before it.
+    const summary: Message = { role: 'system', content: 'two words' };
+    expect(await prompt([summary, ...history.slice(-2)])).toBe(2 + 50 + 50);
+    // The same messages behind another predecessor are counted again, not taken from the cache.
+    expect(await prompt(history.slice(-3))).toBe(49 + 50 + 50);
   });
 });

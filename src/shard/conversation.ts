@@ -63,6 +63,8 @@ export class Conversation {
   bytes = 0;
   /** The table's meter while it is in a table: changes in `bytes` are added to it. */
   meter: ByteMeter | null = null;
+  /** Tokens of the model's latest call (prompt and reply), for automatic compaction; null when unknown. */
+  contextTokens: number | null = null;
 
   constructor(agent: string, sender: string, stored: StoredConversation | null = null, transient = false) {
     this.agent = agent;

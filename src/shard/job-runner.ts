@@ -18,6 +18,7 @@ import type { FrameOut } from './outbox.ts';
 import type { ConversationStorage, TurnOutcome } from '../storage/contract.ts';
 import { NO_TOOLS } from './tools/tools.ts';
 import { summarize } from './turn/compaction.ts';
+import { compactBeforeTurn, trackingContext } from './turn/auto-compaction.ts';
 import { TurnWriter } from './turn-writer.ts';
 import type { Harness } from './tools/harness.ts';
 import { markRunning } from '../shared/liveness.ts';
@@ -200,6 +201,7 @@ export class JobRunner {
         return reply.endEmpty(answering, StopReason.Error, `loading tools failed: ${(err as Error).message}`, config.model);
       }
     }
+    await compactBeforeTurn(turn, config, model, this.#o);
     const result = await runAgentLoop({
       agent: answering,
       sender: req.sender,
@@ -210,7 +212,7 @@ export class JobRunner {
       tools,
       toolChoice: req.toolChoice,
       cancel,
-      emit: reply.event,
+      emit: trackingContext(conv, reply.event),
     });
     let { stopReason, error } = result;
     if (stopReason === StopReason.Error) this.#o.log.warn({ agent: answering, sender: req.sender, model: config.model, provider: config.provider, error }, 'turn ended with an error');

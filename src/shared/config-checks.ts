@@ -18,6 +18,7 @@ import {
   ECHO_MAX,
   isValidAgentName,
   LOG_LEVELS,
+  MAX_COMPACT_THRESHOLD,
   MAX_TOOL_TIMEOUT_MS,
   MCP_SERVER_NAME,
   SESSION_SEARCH_SCOPES,
@@ -204,6 +205,7 @@ const AGENT_SCHEMA = z.strictObject({
   mcps: z.unknown().optional(),
   echo: z.unknown().optional(),
   session_search: z.enum(SESSION_SEARCH_SCOPES, { error: (iss) => `must be "sender" or "agent", got ${JSON.stringify(iss.input)}` }).default('sender'),
+  compact_threshold: between(0, MAX_COMPACT_THRESHOLD).nullable().default(null),
 });
 
 const ECHO_SCHEMA = z.strictObject({ delay_ms: between(0, ECHO_MAX.delay_ms).default(0), cpu_us: between(0, ECHO_MAX.cpu_us).default(0) });
@@ -229,8 +231,8 @@ export function validateAgentConfig(raw: unknown, source: string, path: string, 
     if (!isPlainMap(f.mcps)) throw new ConfigError(source, `${path}.mcps`, 'must be a map of name -> MCP server settings');
     for (const [name, m] of Object.entries(f.mcps)) mcps[name] = validateMcpConfig(m, source, `${path}.mcps.${name}`, name);
   }
-  const { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, tool_timeout_ms, session_search } = f;
-  return { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, harnesses, tool_timeout_ms, mcps, echo, session_search };
+  const { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, tool_timeout_ms, session_search, compact_threshold } = f;
+  return { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, harnesses, tool_timeout_ms, mcps, echo, session_search, compact_threshold };
 }
 
 /** A harness list: each a module name in $AGENTD_HOME/harness and the capabilities it is granted. */

@@ -72,6 +72,11 @@ export interface AgentConfig {
    * `agent` all of the agent's senders (memory shared across counterparties).
    */
   session_search: SessionSearchScope;
+  /**
+   * Tokens of history past which a turn first compacts the conversation; 0 is off;
+   * null takes the model's default (models/context-windows.ts: off where the window is unknown, and for echo).
+   */
+  compact_threshold: number | null;
 }
 
 export const SESSION_SEARCH_SCOPES = ['sender', 'agent'] as const;
@@ -96,6 +101,9 @@ export const AGENT_DEFAULTS = {
   max_iterations: 16,
   tool_timeout_ms: 60_000,
 } as const;
+
+/** The largest `compact_threshold`: far beyond any model's context window. */
+export const MAX_COMPACT_THRESHOLD = 100_000_000;
 
 /** The longest harness tool time limit: one hour (and well inside a timer's 2^31 ms). */
 export const MAX_TOOL_TIMEOUT_MS = 3_600_000;

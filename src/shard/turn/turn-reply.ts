@@ -27,6 +27,7 @@ const KIND: Record<string, AgentEventKind | undefined> = {
   tool_start: 'tool_start',
   tool_result: 'tool_result',
   tools_complete: 'tools_complete',
+  compacted: 'compacted',
 };
 
 export class TurnReply {
@@ -90,6 +91,7 @@ export class TurnReply {
       ephemeral: req.ephemeral,
     };
     if (kind === 'tool_start') ev.tool_calls = body.calls as AgentEvent['tool_calls'];
+    if (kind === 'compacted') ev.content = body.summary as string;
     if (kind === 'tool_result') {
       ev.tool_output = body.output as string;
       ev.tool_is_error = body.is_error as boolean;

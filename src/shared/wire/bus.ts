@@ -5,6 +5,7 @@ export type AgentEventKind =
   | 'text_start' | 'text_delta' | 'text_end'
   | 'thinking_start' | 'thinking_delta' | 'thinking_end'
   | 'tool_start' | 'tool_result' | 'tools_complete'
+  | 'compacted'
   | 'done' | 'lagged' | 'chain_cut';
 
 /** One event of the agent event stream (`subscribe_events`). */

@@ -44,6 +44,8 @@ export interface StreamEventBodies {
   tool_start: { calls: ToolCall[] };
   tool_result: { call_id: string; output: string; duration_ms: number; is_error: boolean };
   tools_complete: Empty;
+  /** The conversation was compacted before this turn: its history had passed the agent's `compact_threshold`. */
+  compacted: { tokens_before: number; summary: string };
   end: EndEvent;
 }
 

@@ -106,6 +106,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     agents: file.agents ?? defaultAgents(),
     configFile,
     cluster,
+    maxSchedules: file.max_schedules ?? DEFAULTS.maxSchedules,
   });
 }
 

@@ -40,6 +40,8 @@ import { McpHub } from './hosts/mcp-hub.ts';
 import { registerCluster } from '../cluster/cluster-topology.ts';
 import { LocalTopology } from './local-topology.ts';
 import type { Topology } from './topology.ts';
+import { startSchedules } from './schedules/start.ts';
+import type { ScheduleEngine } from './schedules/schedule-engine.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -80,6 +82,8 @@ interface DaemonParts {
   limiter: ConnectionLimiter;
   /** One node or many: where pairs run, and what other nodes hear. */
   topology: Topology;
+  /** Schedules: time as an event source. */
+  schedules: ScheduleEngine;
 }
 
 export class Daemon implements ConnectionHost {
@@ -165,6 +169,7 @@ export class Daemon implements ConnectionHost {
   async #shutdown(): Promise<void> {
     const { lifecycle, observers, pool } = this.#parts;
     lifecycle.closing = true;
+    this.#parts.schedules.stop();
     this.#parts.topology.leave();
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
@@ -224,6 +229,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     topology.agentEvents(agentNames, bodies);
   };
   const bus = createBus(config, { storage, log, agents, topology, pool, agentEvents }, startup.subscriptions);
+  const schedules = startSchedules(config, storage, bus, log);
   const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: topology.agentChanges });
   const dispatch = createDispatch({
     pool, storage, bus, observers, agents, agentService, mcp,
@@ -235,6 +241,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     limits: limitsOf(config),
     closing: () => lifecycle.closing,
     clusterStats: () => topology.stats(),
+    schedules,
   }, limitLog);
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = topology.entry(dispatch);
@@ -243,7 +250,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
   await Promise.all([pool.start(outputs), mcp.ready]);
   await topology.serve({ storage, local: dispatch, agents, bus, observers, onAgentsChanged: () => mcp.sync(), closing: () => lifecycle.closing });
-  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology };
+  await schedules.start();
+  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules };
 }
 
 type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;

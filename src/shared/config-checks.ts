@@ -175,6 +175,7 @@ const FILE_SCHEMA = z
     max_queued_turns: atLeast(1),
     wal_max_bytes: atLeast(1),
     cluster: z.custom<Record<string, unknown>>(isPlainMap, { error: 'must be an object {nats, node, name, partitions, lease_ms}' }),
+    max_schedules: atLeast(1),
   })
   .partial();
 

@@ -164,6 +164,8 @@ export interface ResolvedConfig {
   configFile: string | null;
   /** Cluster mode (issue 16): this node's settings; null on a single node. */
   cluster: ClusterSettings | null;
+  /** Schedules `create_schedule` may bring the daemon (the cluster) to; beyond it 429. */
+  maxSchedules: number;
 }
 
 export const DEFAULTS = {
@@ -190,6 +192,7 @@ export const DEFAULTS = {
   maxChainTurns: 1_000,
   maxQueuedTurns: 1_000,
   walMaxBytes: 64 * 1024 * 1024,
+  maxSchedules: 1_000,
 } as const;
 
 const AGENT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;

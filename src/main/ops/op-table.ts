@@ -16,6 +16,7 @@ import type { AgentService } from '../agent-service.ts';
 import type { SkillCatalogue } from '../skills.ts';
 import type { ObserverHub, ObserverSink } from '../bus/observers.ts';
 import type { McpHub } from '../hosts/mcp-hub.ts';
+import type { ScheduleEngine } from '../schedules/schedule-engine.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {
@@ -49,6 +50,8 @@ export interface DispatchContext {
   closing(): boolean;
   /** Cluster mode: this node's view of the cluster for get_stats; null on a single node. */
   clusterStats(): ClusterStats | null;
+  /** Schedules: time as an event source (main/schedules/). */
+  schedules: ScheduleEngine;
 }
 
 /** Returned by handlers whose reply comes later as frames (from a shard, or an observer stream). */

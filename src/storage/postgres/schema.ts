@@ -111,6 +111,26 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX conversations_sender ON conversations (sender);
   `,
+  // 4: schedules (main/schedules/), as SQLite's step 8: times are epoch milliseconds, a tick is claimed on its row.
+  `
+  CREATE TABLE schedules (
+    name          TEXT PRIMARY KEY,
+    source        TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    cron          TEXT,
+    every_ms      BIGINT,
+    at            BIGINT,
+    timezone      TEXT,
+    catch_up      TEXT NOT NULL,
+    created_at    BIGINT NOT NULL,
+    next_at       BIGINT,
+    fires         BIGINT NOT NULL DEFAULT 0,
+    last_fired_at BIGINT,
+    claim_node    TEXT,
+    claim_until   BIGINT,
+    claim_due     BIGINT
+  );
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

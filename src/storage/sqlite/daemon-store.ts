@@ -12,6 +12,8 @@ import type { WriteLock } from './write-lock.ts';
 import { SessionSearch } from './search.ts';
 import { SearchIndex } from './search-index.ts';
 import { settled, type DaemonStorage, type StoredStartupState } from '../contract.ts';
+import type { ScheduleCall } from '../schedule-calls.ts';
+import { runScheduleCall } from './schedules.ts';
 
 /** The connection and what is prepared on it, made on first use. */
 class Connection {
@@ -115,6 +117,10 @@ export class SqliteDaemonStorage implements DaemonStorage {
   /** Indexes committed messages for search, a batch at a time (storage/sqlite/search-index.ts). */
   indexMessages(limit: number): Promise<number> {
     return settled(() => this.#c.index.catchUp(limit));
+  }
+
+  schedules(call: ScheduleCall): Promise<unknown> {
+    return settled(() => this.#lock.with(() => runScheduleCall(this.#c.db, call)));
   }
 
   /** At shutdown, when no shard is left: TRUNCATE folds the WAL into the database and empties it. */

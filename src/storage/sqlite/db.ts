@@ -148,6 +148,27 @@ const MIGRATIONS: readonly string[] = [
   FROM messages WHERE role IN ('user', 'assistant');
   UPDATE fts_watermark SET message_id = 0;
   `,
+  // 8: schedules (main/schedules/): time as an event source. Times are epoch milliseconds; a tick is
+  // claimed on its row (claim_node, claim_until, claim_due) so one node fires it (storage/schedule-calls.ts).
+  `
+  CREATE TABLE schedules (
+    name          TEXT PRIMARY KEY,
+    source        TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    cron          TEXT,
+    every_ms      INTEGER,
+    at            INTEGER,
+    timezone      TEXT,
+    catch_up      TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    next_at       INTEGER,
+    fires         INTEGER NOT NULL DEFAULT 0,
+    last_fired_at INTEGER,
+    claim_node    TEXT,
+    claim_until   INTEGER,
+    claim_due     INTEGER
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -5,6 +5,7 @@
 import type { AgentConfig } from '../../shared/config.ts';
 import type { StoreLocation } from '../../shared/store-location.ts';
 import type { SubscriptionInfo } from '../../shared/wire/ops.ts';
+import type { ScheduleCall } from '../../storage/schedule-calls.ts';
 
 /** A stored subscription is the wire's SubscriptionInfo as it is. */
 export type SubscriptionRecord = SubscriptionInfo;
@@ -51,6 +52,8 @@ export type StorageTask =
   | { op: 'claim_partition'; partition: number; token: number }
   /** Cluster mode: the agents and subscriptions as the shared store holds them now (DaemonStorage.readState); `seededNow` is false. */
   | { op: 'read_state' }
+  /** The schedules table: one call (storage/schedule-calls.ts). */
+  | { op: 'schedules'; call: ScheduleCall }
   | ({ op: 'search_sessions' } & SearchOptions);
 
 /** A session search, its bounds already applied (PROTOCOL §4). */

@@ -42,6 +42,8 @@ import { LocalTopology } from './local-topology.ts';
 import type { Topology } from './topology.ts';
 import { startSchedules } from './schedules/start.ts';
 import type { ScheduleEngine } from './schedules/schedule-engine.ts';
+import { startWebhooks } from './webhooks/start.ts';
+import type { WebhookHub } from './webhooks/webhook-hub.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -84,6 +86,8 @@ interface DaemonParts {
   topology: Topology;
   /** Schedules: time as an event source. */
   schedules: ScheduleEngine;
+  /** Outbound webhooks: agent events to the outside world. */
+  webhooks: WebhookHub;
 }
 
 export class Daemon implements ConnectionHost {
@@ -170,6 +174,7 @@ export class Daemon implements ConnectionHost {
     const { lifecycle, observers, pool } = this.#parts;
     lifecycle.closing = true;
     this.#parts.schedules.stop();
+    this.#parts.webhooks.stop();
     this.#parts.topology.leave();
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
@@ -222,11 +227,14 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connections = new Map<number, Connection>();
   const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, log });
   mcp.events.limitWith(pool.budget);
-  const observers = new ObserverHub((watching) => topology.watchingChanged(watching), config.maxObservers, pool.budget);
+  // The shards emit agent events while observers or webhooks want them.
+  const webhooks = startWebhooks(config, storage, log, (want) => topology.watchingChanged(want || observers.count > 0));
+  const observers = new ObserverHub((watching) => topology.watchingChanged(watching || webhooks.wantsEvents), config.maxObservers, pool.budget);
   /** Agent events (`chain_cut` as well as the shards'): to this node's observers, then wherever the topology shares them. */
   const agentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]): void => {
     observers.broadcast(agentNames, bodies);
     topology.agentEvents(agentNames, bodies);
+    webhooks.agentEvents(agentNames, bodies);
   };
   const bus = createBus(config, { storage, log, agents, topology, pool, agentEvents }, startup.subscriptions);
   const schedules = startSchedules(config, storage, bus, log);
@@ -242,6 +250,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     closing: () => lifecycle.closing,
     clusterStats: () => topology.stats(),
     schedules,
+    webhooks,
+    webhookHosts: config.webhookHosts,
   }, limitLog);
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = topology.entry(dispatch);
@@ -251,7 +261,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   await Promise.all([pool.start(outputs), mcp.ready]);
   await topology.serve({ storage, local: dispatch, agents, bus, observers, onAgentsChanged: () => mcp.sync(), closing: () => lifecycle.closing });
   await schedules.start();
-  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules };
+  await webhooks.start();
+  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks };
 }
 
 type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;

@@ -16,6 +16,8 @@ import { PgSessionSearch } from './search.ts';
 import type { DaemonStorage, StoredStartupState, SubscriptionRecord } from '../contract.ts';
 import type { ScheduleCall } from '../schedule-calls.ts';
 import { runPgScheduleCall } from './schedules.ts';
+import type { WebhookCall } from '../webhook-calls.ts';
+import { runPgWebhookCall } from './webhooks.ts';
 
 const UPSERT_AGENT = `INSERT INTO agents (name, config, created_at, updated_at) VALUES ($1, $2, $3, $3)
   ON CONFLICT (name) DO UPDATE SET config = EXCLUDED.config, updated_at = EXCLUDED.updated_at`;
@@ -109,6 +111,10 @@ export class PgDaemonStorage implements DaemonStorage {
 
   schedules(call: ScheduleCall): Promise<unknown> {
     return runPgScheduleCall(this.#pool, call);
+  }
+
+  webhooks(call: WebhookCall): Promise<unknown> {
+    return runPgWebhookCall(this.#pool, call);
   }
 
   async maintain(): Promise<unknown> {

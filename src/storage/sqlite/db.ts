@@ -169,6 +169,39 @@ const MIGRATIONS: readonly string[] = [
     claim_due     INTEGER
   );
   `,
+  // 9: outbound webhooks (main/webhooks/) and their outbox: a delivery is stored before its first attempt,
+  // claimed by a delivery loop for a while, and sent in seq order per (webhook, conversation).
+  `
+  CREATE TABLE webhooks (
+    name         TEXT PRIMARY KEY,
+    url          TEXT NOT NULL,
+    events       TEXT NOT NULL,
+    agents       TEXT,
+    secret       TEXT NOT NULL,
+    max_attempts INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL
+  );
+  CREATE TABLE webhook_deliveries (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    id              TEXT NOT NULL UNIQUE,
+    webhook         TEXT NOT NULL,
+    conv            TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    agent           TEXT NOT NULL,
+    sender          TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    last_error      TEXT NOT NULL DEFAULT '',
+    created_at      INTEGER NOT NULL,
+    next_attempt_at INTEGER,
+    finished_at     INTEGER,
+    claim_node      TEXT,
+    claim_until     INTEGER
+  );
+  CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook, conv, status, seq);
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -93,5 +93,8 @@ export default async function handle(task: StorageTask): Promise<unknown> {
     case 'schedules':
       if (s.schedules === undefined) throw new Error('this store holds no schedules');
       return s.schedules(task.call);
+    case 'webhooks':
+      if (s.webhooks === undefined) throw new Error('this store holds no webhooks');
+      return s.webhooks(task.call);
   }
 }

@@ -34,6 +34,16 @@ export const COMMAND_OPTIONS = {
   header: { type: 'string', multiple: true, help: '--header K=V        HTTP server: one header sent with every request (repeat)' },
   eager: { type: 'boolean', help: '--eager             connect now and at start-up, not at the first turn that needs it' },
   'no-auto-restart': { type: 'boolean', help: '--no-auto-restart   do not reconnect when the server dies' },
+  cron: { type: 'string', help: '--cron EXPR         a cron expression: 5 fields, or 6 with seconds first' },
+  every: { type: 'string', help: '--every MS          every MS milliseconds (at least 1000)' },
+  at: { type: 'string', help: '--at TIME           once, at an RFC 3339 time (2026-12-24T09:00:00Z)' },
+  timezone: { type: 'string', help: '--timezone TZ       the cron expression\'s IANA time zone (default UTC)' },
+  'catch-up': { type: 'string', help: '--catch-up MODE     none (default) or one: fire a tick missed while stopped once at start' },
+  events: { type: 'string', help: '--events K,K        event kinds: turn_end, approval_required, tool_start, tool_result, chain_cut' },
+  agents: { type: 'string', help: '--agents A,A        only these agents\' events (default: every agent)' },
+  'secret-env': { type: 'string', help: '--secret-env VAR    the environment variable holding the signing secret (kept off the command line)' },
+  'max-attempts': { type: 'string', help: '--max-attempts N    attempts per delivery (1-100, default 8)' },
+  status: { type: 'string', help: '--status S          only pending, delivered or failed deliveries' },
 } as const;
 
 export type OptionName = keyof typeof COMMAND_OPTIONS;
@@ -56,6 +66,16 @@ export interface Flags {
   header?: string[];
   eager?: boolean;
   'no-auto-restart'?: boolean;
+  cron?: string;
+  every?: string;
+  at?: string;
+  timezone?: string;
+  'catch-up'?: string;
+  events?: string;
+  agents?: string;
+  'secret-env'?: string;
+  'max-attempts'?: string;
+  status?: string;
 }
 
 /** What a command that needs no daemon (profile, completion) gets. */

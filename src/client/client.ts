@@ -220,6 +220,39 @@ export class AgentdClient {
     return (await this.call('publish_event', { source, payload })).fired;
   }
 
+  // ---- schedules (§4.11) and outbound webhooks (§4.12) ----
+
+  /** Adds a schedule: exactly one of `cron`, `every_ms`, `at`. */
+  createSchedule(args: W.CreateScheduleArgs): Promise<W.ScheduleInfo> {
+    return this.call('create_schedule', args);
+  }
+
+  async schedules(): Promise<W.ScheduleInfo[]> {
+    return (await this.call('list_schedules', {})).schedules;
+  }
+
+  async deleteSchedule(name: string): Promise<void> {
+    await this.call('delete_schedule', { name });
+  }
+
+  /** Adds a webhook; its secret is sent once and never shown again. */
+  createWebhook(args: W.CreateWebhookArgs): Promise<W.WebhookInfo> {
+    return this.call('create_webhook', args);
+  }
+
+  async webhooks(): Promise<W.WebhookInfo[]> {
+    return (await this.call('list_webhooks', {})).webhooks;
+  }
+
+  async deleteWebhook(name: string): Promise<void> {
+    await this.call('delete_webhook', { name });
+  }
+
+  /** A webhook's deliveries, newest first (optionally only those with `status`). */
+  async webhookDeliveries(name: string, opts: { status?: W.WebhookDeliveryStatus; limit?: number } = {}): Promise<W.WebhookDelivery[]> {
+    return (await this.call('webhook_deliveries', { name, ...opts })).deliveries;
+  }
+
   // ---- agents (§4.6) ----
 
   async listAgents(): Promise<W.AgentInfo[]> {

@@ -106,6 +106,12 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     agents: file.agents ?? defaultAgents(),
     configFile,
     cluster,
+    maxSchedules: file.max_schedules ?? DEFAULTS.maxSchedules,
+    maxWebhooks: file.max_webhooks ?? DEFAULTS.maxWebhooks,
+    maxWebhookOutbox: file.max_webhook_outbox ?? DEFAULTS.maxWebhookOutbox,
+    webhookBackoffMs: file.webhook_backoff_ms ?? DEFAULTS.webhookBackoffMs,
+    webhookTimeoutMs: file.webhook_timeout_ms ?? DEFAULTS.webhookTimeoutMs,
+    webhookHosts: file.webhook_hosts ?? [],
   });
 }
 

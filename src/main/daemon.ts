@@ -40,6 +40,10 @@ import { McpHub } from './hosts/mcp-hub.ts';
 import { registerCluster } from '../cluster/cluster-topology.ts';
 import { LocalTopology } from './local-topology.ts';
 import type { Topology } from './topology.ts';
+import { startSchedules } from './schedules/start.ts';
+import type { ScheduleEngine } from './schedules/schedule-engine.ts';
+import { startWebhooks } from './webhooks/start.ts';
+import type { WebhookHub } from './webhooks/webhook-hub.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -80,6 +84,10 @@ interface DaemonParts {
   limiter: ConnectionLimiter;
   /** One node or many: where pairs run, and what other nodes hear. */
   topology: Topology;
+  /** Schedules: time as an event source. */
+  schedules: ScheduleEngine;
+  /** Outbound webhooks: agent events to the outside world. */
+  webhooks: WebhookHub;
 }
 
 export class Daemon implements ConnectionHost {
@@ -165,6 +173,8 @@ export class Daemon implements ConnectionHost {
   async #shutdown(): Promise<void> {
     const { lifecycle, observers, pool } = this.#parts;
     lifecycle.closing = true;
+    this.#parts.schedules.stop();
+    this.#parts.webhooks.stop();
     this.#parts.topology.leave();
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
@@ -217,13 +227,17 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connections = new Map<number, Connection>();
   const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, log });
   mcp.events.limitWith(pool.budget);
-  const observers = new ObserverHub((watching) => topology.watchingChanged(watching), config.maxObservers, pool.budget);
+  // The shards emit agent events while observers or webhooks want them.
+  const webhooks = startWebhooks(config, storage, log, (want) => topology.watchingChanged(want || observers.count > 0));
+  const observers = new ObserverHub((watching) => topology.watchingChanged(watching || webhooks.wantsEvents), config.maxObservers, pool.budget);
   /** Agent events (`chain_cut` as well as the shards'): to this node's observers, then wherever the topology shares them. */
   const agentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]): void => {
     observers.broadcast(agentNames, bodies);
     topology.agentEvents(agentNames, bodies);
+    webhooks.agentEvents(agentNames, bodies);
   };
   const bus = createBus(config, { storage, log, agents, topology, pool, agentEvents }, startup.subscriptions);
+  const schedules = startSchedules(config, storage, bus, log);
   const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: topology.agentChanges });
   const dispatch = createDispatch({
     pool, storage, bus, observers, agents, agentService, mcp,
@@ -235,6 +249,9 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     limits: limitsOf(config),
     closing: () => lifecycle.closing,
     clusterStats: () => topology.stats(),
+    schedules,
+    webhooks,
+    webhookHosts: config.webhookHosts,
   }, limitLog);
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = topology.entry(dispatch);
@@ -243,7 +260,9 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
   await Promise.all([pool.start(outputs), mcp.ready]);
   await topology.serve({ storage, local: dispatch, agents, bus, observers, onAgentsChanged: () => mcp.sync(), closing: () => lifecycle.closing });
-  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology };
+  await schedules.start();
+  await webhooks.start();
+  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks };
 }
 
 type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;

@@ -17,6 +17,9 @@ export function limitsOf(config: ResolvedConfig): Readonly<Record<string, number
     max_queued_turns: config.maxQueuedTurns,
     max_chain_turns: config.maxChainTurns,
     max_elements: config.maxElements,
+    max_schedules: config.maxSchedules,
+    max_webhooks: config.maxWebhooks,
+    max_webhook_outbox: config.maxWebhookOutbox,
   });
 }
 

@@ -176,6 +176,12 @@ const FILE_SCHEMA = z
     max_queued_turns: atLeast(1),
     wal_max_bytes: atLeast(1),
     cluster: z.custom<Record<string, unknown>>(isPlainMap, { error: 'must be an object {nats, node, name, partitions, lease_ms}' }),
+    max_schedules: atLeast(1),
+    max_webhooks: atLeast(1),
+    max_webhook_outbox: atLeast(1),
+    webhook_backoff_ms: atLeast(1),
+    webhook_timeout_ms: atLeast(1),
+    webhook_hosts: strings(),
   })
   .partial();
 

@@ -172,6 +172,18 @@ export interface ResolvedConfig {
   configFile: string | null;
   /** Cluster mode (issue 16): this node's settings; null on a single node. */
   cluster: ClusterSettings | null;
+  /** Schedules `create_schedule` may bring the daemon (the cluster) to; beyond it 429. */
+  maxSchedules: number;
+  /** Webhooks `create_webhook` may bring the daemon (the cluster) to; beyond it 429. */
+  maxWebhooks: number;
+  /** Pending webhook deliveries the outbox holds; past it new events are dropped for webhooks (counted). */
+  maxWebhookOutbox: number;
+  /** A failed delivery's first retry waits about this long; each next one twice as long (with jitter). */
+  webhookBackoffMs: number;
+  /** Most time one delivery attempt may take. */
+  webhookTimeoutMs: number;
+  /** Hosts webhook URLs may name (`*.example.com` for a domain's hosts); empty: any. */
+  webhookHosts: readonly string[];
 }
 
 export const DEFAULTS = {
@@ -198,6 +210,11 @@ export const DEFAULTS = {
   maxChainTurns: 1_000,
   maxQueuedTurns: 1_000,
   walMaxBytes: 64 * 1024 * 1024,
+  maxSchedules: 1_000,
+  maxWebhooks: 100,
+  maxWebhookOutbox: 10_000,
+  webhookBackoffMs: 10_000,
+  webhookTimeoutMs: 10_000,
 } as const;
 
 const AGENT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;

@@ -16,6 +16,8 @@ import type { StalledTurn } from '../shared/threads/shard-messages.ts';
 import type { AgentConfig } from '../shared/config.ts';
 import type { ConversationSummary, SessionHit } from '../shared/wire/ops.ts';
 import type { Message } from '../models/types.ts';
+import type { ScheduleCall } from './schedule-calls.ts';
+import type { WebhookCall } from './webhook-calls.ts';
 
 // Main reads the start-up state too (it may not import worker code): defined with the storage tasks.
 export type { StoredStartupState, SubscriptionRecord };
@@ -119,6 +121,10 @@ export interface DaemonStorage {
   claimPartition?(partition: number, token: number): Promise<boolean>;
   /** Cluster mode (PostgreSQL): the agents and subscriptions now, read without touching the schema (another node changed them). */
   readState?(): Promise<StoredStartupState>;
+  /** The schedules table (main/schedules/): one call of storage/schedule-calls.ts. */
+  schedules?(call: ScheduleCall): Promise<unknown>;
+  /** Outbound webhooks and their outbox (main/webhooks/): one call of storage/webhook-calls.ts. */
+  webhooks?(call: WebhookCall): Promise<unknown>;
   close(): Promise<void>;
 }
 

@@ -7,6 +7,8 @@ import type { ShardPool } from '../../src/main/hosts/shard-pool.ts';
 import type { AgentService } from '../../src/main/agent-service.ts';
 import type { SkillCatalogue } from '../../src/main/skills.ts';
 import type { McpHub } from '../../src/main/hosts/mcp-hub.ts';
+import type { ScheduleEngine } from '../../src/main/schedules/schedule-engine.ts';
+import type { WebhookHub } from '../../src/main/webhooks/webhook-hub.ts';
 import { validateAgentConfig } from '../../src/shared/config-checks.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import type { ToShard } from '../../src/shared/threads/shard-messages.ts';
@@ -34,6 +36,9 @@ function harness() {
     limits: {},
     closing: () => state.closing,
     clusterStats: () => null,
+    schedules: {} as ScheduleEngine,
+    webhooks: {} as WebhookHub,
+    webhookHosts: [],
   };
   const replies: [number, any][] = [];
   const from: Requester = { id: 42, reply: (req, value) => replies.push([req, value]), backlog: () => 0, write: () => {} };
@@ -110,7 +115,7 @@ describe('dispatch', () => {
   it('lists every operation it serves, once each', () => {
     const names = operationNames();
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(32);
-    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats']) expect(names).toContain(n);
+    expect(names.length).toBe(39);
+    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'create_schedule', 'list_schedules', 'delete_schedule']) expect(names).toContain(n);
   });
 });

@@ -9,11 +9,13 @@ import { daemonCommands } from './daemon.ts';
 import { mcpCommands } from './mcps.ts';
 import { profileCommands } from './profile.ts';
 import { turnCommands } from './turns.ts';
+import { scheduleCommands } from './schedules.ts';
+import { webhookCommands } from './webhooks.ts';
 
-export const COMMANDS: readonly Command[] = [...turnCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...daemonCommands, ...profileCommands, completion];
+export const COMMANDS: readonly Command[] = [...turnCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...scheduleCommands, ...webhookCommands, ...daemonCommands, ...profileCommands, completion];
 
 /** Groups whose bare name runs their `list` command. */
-export const GROUPS: readonly string[] = ['agents', 'models', 'skills', 'profile'];
+export const GROUPS: readonly string[] = ['agents', 'models', 'skills', 'profile', 'schedules', 'webhooks'];
 
 /** Finds the command named by the first positionals; returns it and how many words its name took. */
 export function findCommand(positionals: string[]): { command: Command; words: number } | null {

@@ -16,6 +16,8 @@ import type { AgentService } from '../agent-service.ts';
 import type { SkillCatalogue } from '../skills.ts';
 import type { ObserverHub, ObserverSink } from '../bus/observers.ts';
 import type { McpHub } from '../hosts/mcp-hub.ts';
+import type { ScheduleEngine } from '../schedules/schedule-engine.ts';
+import type { WebhookHub } from '../webhooks/webhook-hub.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {
@@ -49,6 +51,12 @@ export interface DispatchContext {
   closing(): boolean;
   /** Cluster mode: this node's view of the cluster for get_stats; null on a single node. */
   clusterStats(): ClusterStats | null;
+  /** Schedules: time as an event source (main/schedules/). */
+  schedules: ScheduleEngine;
+  /** Outbound webhooks (main/webhooks/). */
+  webhooks: WebhookHub;
+  /** `webhook_hosts`: the hosts a webhook URL may name (empty: any). */
+  webhookHosts: readonly string[];
 }
 
 /** Returned by handlers whose reply comes later as frames (from a shard, or an observer stream). */

@@ -12,6 +12,8 @@ import type { BusOperations } from './bus.ts';
 import type { AgentOperations } from './agents.ts';
 import type { AdminOperations } from './admin.ts';
 import type { McpOperations } from './mcp.ts';
+import type { ScheduleOperations } from './schedules.ts';
+import type { WebhookOperations } from './webhooks.ts';
 
 // Each area declares its own types and operations; this module is the one
 // door the client, main and the shards import them through.
@@ -22,9 +24,11 @@ export type * from './bus.ts';
 export type * from './agents.ts';
 export type * from './admin.ts';
 export type * from './mcp.ts';
+export type * from './schedules.ts';
+export type * from './webhooks.ts';
 
 /** Every operation: its argument map, its reply variant and the variant's value. */
-export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations {}
+export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations {}
 
 export type OperationName = keyof Operations;
 export type ArgsOf<Op extends OperationName> = Operations[Op]['args'];
@@ -64,6 +68,13 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   delete_mcp: 'pong',
   reconnect_mcp: 'pong',
   subscribe_mcp_events: 'mcp_event',
+  create_schedule: 'schedule',
+  list_schedules: 'schedule_list',
+  delete_schedule: 'pong',
+  create_webhook: 'webhook',
+  list_webhooks: 'webhook_list',
+  delete_webhook: 'pong',
+  webhook_deliveries: 'webhook_deliveries',
 };
 
 export const OPERATIONS = Object.keys(REPLY_VARIANT) as OperationName[];

@@ -14,6 +14,10 @@ import { inTransaction, type PoolClient } from './pool.ts';
 import { migrate } from './schema.ts';
 import { PgSessionSearch } from './search.ts';
 import type { DaemonStorage, StoredStartupState, SubscriptionRecord } from '../contract.ts';
+import type { ScheduleCall } from '../schedule-calls.ts';
+import { runPgScheduleCall } from './schedules.ts';
+import type { WebhookCall } from '../webhook-calls.ts';
+import { runPgWebhookCall } from './webhooks.ts';
 
 const UPSERT_AGENT = `INSERT INTO agents (name, config, created_at, updated_at) VALUES ($1, $2, $3, $3)
   ON CONFLICT (name) DO UPDATE SET config = EXCLUDED.config, updated_at = EXCLUDED.updated_at`;
@@ -103,6 +107,14 @@ export class PgDaemonStorage implements DaemonStorage {
   /** PostgreSQL keeps its own house (autovacuum, checkpoints): nothing to do. */
   claimPartition(partition: number, token: number): Promise<boolean> {
     return claimFence(this.#pool, partition, token);
+  }
+
+  schedules(call: ScheduleCall): Promise<unknown> {
+    return runPgScheduleCall(this.#pool, call);
+  }
+
+  webhooks(call: WebhookCall): Promise<unknown> {
+    return runPgWebhookCall(this.#pool, call);
   }
 
   async maintain(): Promise<unknown> {

@@ -111,6 +111,58 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX conversations_sender ON conversations (sender);
   `,
+  // 4: schedules (main/schedules/), as SQLite's step 8: times are epoch milliseconds, a tick is claimed on its row.
+  `
+  CREATE TABLE schedules (
+    name          TEXT PRIMARY KEY,
+    source        TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    cron          TEXT,
+    every_ms      BIGINT,
+    at            BIGINT,
+    timezone      TEXT,
+    catch_up      TEXT NOT NULL,
+    created_at    BIGINT NOT NULL,
+    next_at       BIGINT,
+    fires         BIGINT NOT NULL DEFAULT 0,
+    last_fired_at BIGINT,
+    claim_node    TEXT,
+    claim_until   BIGINT,
+    claim_due     BIGINT
+  );
+  `,
+  // 5: outbound webhooks and their outbox, as SQLite's step 9.
+  `
+  CREATE TABLE webhooks (
+    name         TEXT PRIMARY KEY,
+    url          TEXT NOT NULL,
+    events       TEXT NOT NULL,
+    agents       TEXT,
+    secret       TEXT NOT NULL,
+    max_attempts INTEGER NOT NULL,
+    created_at   BIGINT NOT NULL
+  );
+  CREATE TABLE webhook_deliveries (
+    seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id              TEXT NOT NULL UNIQUE,
+    webhook         TEXT NOT NULL,
+    conv            TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    agent           TEXT NOT NULL,
+    sender          TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    last_error      TEXT NOT NULL DEFAULT '',
+    created_at      BIGINT NOT NULL,
+    next_attempt_at BIGINT,
+    finished_at     BIGINT,
+    claim_node      TEXT,
+    claim_until     BIGINT
+  );
+  CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook, conv, status, seq);
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

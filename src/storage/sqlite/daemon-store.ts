@@ -12,6 +12,10 @@ import type { WriteLock } from './write-lock.ts';
 import { SessionSearch } from './search.ts';
 import { SearchIndex } from './search-index.ts';
 import { settled, type DaemonStorage, type StoredStartupState } from '../contract.ts';
+import type { ScheduleCall } from '../schedule-calls.ts';
+import { runScheduleCall } from './schedules.ts';
+import type { WebhookCall } from '../webhook-calls.ts';
+import { runWebhookCall } from './webhooks.ts';
 
 /** The connection and what is prepared on it, made on first use. */
 class Connection {
@@ -115,6 +119,14 @@ export class SqliteDaemonStorage implements DaemonStorage {
   /** Indexes committed messages for search, a batch at a time (storage/sqlite/search-index.ts). */
   indexMessages(limit: number): Promise<number> {
     return settled(() => this.#c.index.catchUp(limit));
+  }
+
+  schedules(call: ScheduleCall): Promise<unknown> {
+    return settled(() => this.#lock.with(() => runScheduleCall(this.#c.db, call)));
+  }
+
+  webhooks(call: WebhookCall): Promise<unknown> {
+    return settled(() => this.#lock.with(() => runWebhookCall(this.#c.db, call)));
   }
 
   /** At shutdown, when no shard is left: TRUNCATE folds the WAL into the database and empties it. */

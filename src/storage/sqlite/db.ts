@@ -148,6 +148,60 @@ const MIGRATIONS: readonly string[] = [
   FROM messages WHERE role IN ('user', 'assistant');
   UPDATE fts_watermark SET message_id = 0;
   `,
+  // 8: schedules (main/schedules/): time as an event source. Times are epoch milliseconds; a tick is
+  // claimed on its row (claim_node, claim_until, claim_due) so one node fires it (storage/schedule-calls.ts).
+  `
+  CREATE TABLE schedules (
+    name          TEXT PRIMARY KEY,
+    source        TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    cron          TEXT,
+    every_ms      INTEGER,
+    at            INTEGER,
+    timezone      TEXT,
+    catch_up      TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    next_at       INTEGER,
+    fires         INTEGER NOT NULL DEFAULT 0,
+    last_fired_at INTEGER,
+    claim_node    TEXT,
+    claim_until   INTEGER,
+    claim_due     INTEGER
+  );
+  `,
+  // 9: outbound webhooks (main/webhooks/) and their outbox: a delivery is stored before its first attempt,
+  // claimed by a delivery loop for a while, and sent in seq order per (webhook, conversation).
+  `
+  CREATE TABLE webhooks (
+    name         TEXT PRIMARY KEY,
+    url          TEXT NOT NULL,
+    events       TEXT NOT NULL,
+    agents       TEXT,
+    secret       TEXT NOT NULL,
+    max_attempts INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL
+  );
+  CREATE TABLE webhook_deliveries (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    id              TEXT NOT NULL UNIQUE,
+    webhook         TEXT NOT NULL,
+    conv            TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    agent           TEXT NOT NULL,
+    sender          TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    last_error      TEXT NOT NULL DEFAULT '',
+    created_at      INTEGER NOT NULL,
+    next_attempt_at INTEGER,
+    finished_at     INTEGER,
+    claim_node      TEXT,
+    claim_until     INTEGER
+  );
+  CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook, conv, status, seq);
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -5,6 +5,8 @@
 import type { AgentConfig } from '../../shared/config.ts';
 import type { StoreLocation } from '../../shared/store-location.ts';
 import type { SubscriptionInfo } from '../../shared/wire/ops.ts';
+import type { ScheduleCall } from '../../storage/schedule-calls.ts';
+import type { WebhookCall } from '../../storage/webhook-calls.ts';
 
 /** A stored subscription is the wire's SubscriptionInfo as it is. */
 export type SubscriptionRecord = SubscriptionInfo;
@@ -51,6 +53,10 @@ export type StorageTask =
   | { op: 'claim_partition'; partition: number; token: number }
   /** Cluster mode: the agents and subscriptions as the shared store holds them now (DaemonStorage.readState); `seededNow` is false. */
   | { op: 'read_state' }
+  /** The schedules table: one call (storage/schedule-calls.ts). */
+  | { op: 'schedules'; call: ScheduleCall }
+  /** Outbound webhooks and their outbox: one call (storage/webhook-calls.ts). */
+  | { op: 'webhooks'; call: WebhookCall }
   | ({ op: 'search_sessions' } & SearchOptions);
 
 /** A session search, its bounds already applied (PROTOCOL §4). */

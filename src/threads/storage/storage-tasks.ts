@@ -90,5 +90,11 @@ export default async function handle(task: StorageTask): Promise<unknown> {
     case 'read_state':
       if (s.readState === undefined) throw new Error('this store is not shared by cluster nodes (cluster mode needs PostgreSQL)');
       return s.readState();
+    case 'schedules':
+      if (s.schedules === undefined) throw new Error('this store holds no schedules');
+      return s.schedules(task.call);
+    case 'webhooks':
+      if (s.webhooks === undefined) throw new Error('this store holds no webhooks');
+      return s.webhooks(task.call);
   }
 }

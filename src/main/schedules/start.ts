@@ -1,0 +1,27 @@
+/** The schedule engine as the daemon builds it: on its store, publishing on its bus, as one node or one of a cluster. */
+import type { ResolvedConfig } from '../../shared/config.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { EventBus } from '../bus/event-bus.ts';
+import type { StoragePool } from '../hosts/storage-pool.ts';
+import { ScheduleEngine } from './schedule-engine.ts';
+import { MemorySchedules, storedSchedules } from './schedule-store.ts';
+
+/** A single node's claims never meet another's; this only bounds a claim left by a crash mid-fire. */
+const SINGLE_NODE_LEASE_MS = 5_000;
+/** Cluster mode: how often each node reads the table for schedules other nodes changed. */
+const CLUSTER_RELOAD_MS = 1_000;
+
+export function startSchedules(config: ResolvedConfig, storage: StoragePool | null, bus: EventBus, log: Logger): ScheduleEngine {
+  const cluster = config.cluster;
+  return new ScheduleEngine({
+    store: storage === null ? new MemorySchedules() : storedSchedules(storage),
+    publish: (source, payload) => bus.publish(source, payload, 0),
+    log,
+    node: cluster?.node ?? 'local',
+    leaseMs: cluster?.lease_ms ?? SINGLE_NODE_LEASE_MS,
+    reloadMs: cluster === null ? null : CLUSTER_RELOAD_MS,
+    // In a cluster, a tick less than a lease overdue may be one a live node is about to fire.
+    missedAfterMs: cluster?.lease_ms ?? 0,
+    maxSchedules: config.maxSchedules,
+  });
+}

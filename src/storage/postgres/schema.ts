@@ -111,6 +111,13 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX conversations_sender ON conversations (sender);
   `,
+  // 4: fences that only grow whatever happens to the cluster's NATS bucket (lost, or a new cluster name):
+  // the store issues each claim's token, one more than the partition's last, to a claim newer by
+  // (epoch, bucket revision) than the one it holds; epochs come from the sequence, one per bucket (fences.ts).
+  `
+  ALTER TABLE partition_fences ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0, ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
+  CREATE SEQUENCE agentd_cluster_epochs;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

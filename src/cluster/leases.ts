@@ -337,7 +337,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   /** Takes a free, released or orphaned partition by compare-and-set, claims its fence, and serves it if the core still agrees. */
   async #take({ partition: p, revision }: Take): Promise<void> {
     const value = ownerRecord(this.node);
-    const epoch = this.#epoch;
+    const [epoch, losses] = [this.#epoch, this.#losses];
     let won: number;
     try {
       won = revision === null ? await this.#kv!.create(`part.${p}`, value) : await this.#kv!.update(`part.${p}`, value, revision);
@@ -346,7 +346,8 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     }
     this.#core.took(p, won);
     const token = await this.#o.claim(p, epoch, won);
-    if (token !== null && this.#core.claimed(p, won, token)) this.emit('gained', p, token);
+    // A take in a bucket lost meanwhile is none: a take in the next one may have the same revision.
+    if (token !== null && losses === this.#losses && this.#core.claimed(p, won, token)) this.emit('gained', p, token);
   }
 
   /** After the core stopped serving it: drains, then releases the partition (compare-and-set on its revision, so a newer owner's entry stays). */

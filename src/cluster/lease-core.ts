@@ -12,6 +12,9 @@
  * stops serving before anyone may take its partitions over.
  */
 import { assignPartitions } from '../shared/partitions.ts';
+import { ownerOf, type BucketEntry, type EntryOutcome, type LeaseCoreOptions, type Loss, type LossReason, type Round, type RoundStart, type Take, type WatchProgress } from './lease-types.ts';
+
+export { ownerOf, type BucketEntry, type EntryOutcome, type LeaseCoreOptions, type Loss, type LossReason, type Round, type RoundStart, type Take, type WatchProgress } from './lease-types.ts';
 
 /** The share of `leaseMs`, from the send of its last acknowledged heartbeat, a node serves for. */
 export const LEASE_SAFETY = 0.6;
@@ -26,27 +29,6 @@ export const GONE_AFTER = 0.8;
 /** Heartbeats per lease; ownership rounds run as often (sooner when another node's lease is about to run out). */
 export const HEARTBEATS_PER_LEASE = 4;
 
-/** Why a node stopped serving a partition. */
-export type LossReason = 'lease' | 'rebalance' | 'taken' | 'stop';
-
-export type Loss = { partition: number; reason: LossReason };
-
-/** A bucket entry as a watch delivers it; `text` is read only for a partition's entry that was put. */
-export interface BucketEntry {
-  key: string;
-  revision: number;
-  deleted: boolean;
-  /** The watch's mark that the entry came after the bucket as it stood when the watch began. */
-  isUpdate: boolean;
-  text: () => string;
-}
-
-export interface EntryOutcome {
-  lost: Loss[];
-  /** A partition's entry that is not an owner record (it counts as unowned). */
-  malformed: boolean;
-}
-
 interface Seen {
   revision: number;
   /** The clock's time when this node received it. */
@@ -57,47 +39,7 @@ interface PartEntry extends Seen {
   owner: string | null;
 }
 
-/** A partition to take by compare-and-set: create it when `revision` is null, else update that revision. */
-export interface Take {
-  partition: number;
-  revision: number | null;
-}
-
-/** One ownership round in progress: the live set and targets it decided on, and how far its takes got. */
-export interface Round {
-  readonly live: readonly string[];
-  readonly targets: readonly string[];
-  next: number;
-}
-
-export type RoundStart =
-  | { kind: 'skip' }
-  | { kind: 'watch' }
-  | { kind: 'expired'; lost: Loss[] }
-  | { kind: 'round'; round: Round; releases: { partition: number; token: number }[]; lost: Loss[] };
-
-export type WatchProgress = 'none' | 'waiting' | 'own-seen' | 'caught-up';
-
-export interface LeaseCoreOptions {
-  node: string;
-  partitions: number;
-  leaseMs: number;
-  /** A monotonic clock in milliseconds (performance.now in the driver). */
-  now: () => number;
-}
-
 const sameNodes = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((name, i) => name === b[i]);
-
-/** The owner an entry's text names: null for a released entry, undefined when it is not an owner record. */
-export function ownerOf(text: string): string | null | undefined {
-  try {
-    const value = JSON.parse(text) as { owner?: unknown } | null;
-    if (value === null) return undefined;
-    return typeof value.owner === 'string' ? value.owner : null;
-  } catch {
-    return undefined;
-  }
-}
 
 export class LeaseCore {
   readonly node: string;
@@ -106,8 +48,10 @@ export class LeaseCore {
   readonly #now: () => number;
   readonly #nodes = new Map<string, Seen>();
   readonly #parts = new Map<number, PartEntry>();
-  /** partition -> token, for the partitions this node serves. */
-  readonly #served = new Map<number, number>();
+  /** The partitions this node serves: the revision of the entry that gave it each, and the token the store issued. */
+  readonly #served = new Map<number, { revision: number; token: number }>();
+  /** No take before this: the bucket was lost, and a node may still serve under the one gone (bucketLost). */
+  #takesFrom = 0;
   /** Until when this node may serve; 0 until its first heartbeat is acknowledged. */
   #validUntil = 0;
   /** The revision of the last acknowledged heartbeat: a new watch has caught up once it delivered it. */
@@ -147,7 +91,7 @@ export class LeaseCore {
   /** The token this node serves `partition` with, or null. */
   tokenOf(partition: number): number | null {
     if (!this.#valid()) return null;
-    return this.#served.get(partition) ?? null;
+    return this.#served.get(partition)?.token ?? null;
   }
 
   /** The partitions this node serves now, ascending. */
@@ -247,10 +191,33 @@ export class LeaseCore {
     return 'own-seen';
   }
 
-  /** A watch ended (`current`: the one last opened): this node can no longer see others take its partitions, so it serves nothing until it watches again. */
+  /**
+   * A watch ended: this node can no longer see others take its partitions,
+   * so it serves nothing until it watches again. One not `current` (a newer
+   * one was opened since: the bucket was lost) changes nothing.
+   */
   watchEnded(current: boolean): Loss[] {
-    if (current) this.#watching = false;
+    if (!current) return [];
+    this.#watching = false;
     return this.#stopped ? [] : this.#dropAll('lease');
+  }
+
+  /**
+   * The bucket this node watched is gone or was replaced (NATS lost its
+   * store): its entries and revisions mean nothing in the next one. Serves
+   * nothing, forgets them, and watches anew. Takes nothing for GONE_AFTER of
+   * a lease: a node serving under the bucket gone heartbeats there no more,
+   * so by then its lease has ended, while the next bucket holds no entry of
+   * what it served.
+   */
+  bucketLost(): Loss[] {
+    this.#watching = false;
+    this.#parts.clear();
+    // Revisions start again: a heartbeat of the next bucket is news whatever its revision.
+    for (const seen of this.#nodes.values()) seen.revision = -1;
+    this.#lastBeat = 0;
+    this.#takesFrom = this.#now() + this.leaseMs * GONE_AFTER;
+    return this.#stopped ? [] : this.#dropAll('bucket');
   }
 
   /** The watch delivered `e`. */
@@ -280,8 +247,8 @@ export class LeaseCore {
     // Not written by agentd: the partition counts as unowned, and the next take replaces the entry.
     const owner = e.deleted ? null : ownerOf(e.text());
     this.#parts.set(p, { owner: owner ?? null, revision: e.revision, at: this.#now() });
-    const token = this.#served.get(p);
-    const lost = token !== undefined && e.revision > token ? this.#drop(p, 'taken') : [];
+    const held = this.#served.get(p);
+    const lost = held !== undefined && e.revision > held.revision ? this.#drop(p, 'taken') : [];
     return { lost, malformed: owner === undefined };
   }
 
@@ -299,11 +266,11 @@ export class LeaseCore {
     if (!this.#valid()) return { kind: 'expired', lost: this.#dropAll('lease') };
     const live = this.liveNodes();
     const targets = assignPartitions(this.partitions, live);
-    const releases: { partition: number; token: number }[] = [];
+    const releases: { partition: number; revision: number }[] = [];
     const lost: Loss[] = [];
-    for (const [partition, token] of [...this.#served]) {
+    for (const [partition, { revision }] of [...this.#served]) {
       if (targets[partition] === this.node) continue;
-      releases.push({ partition, token });
+      releases.push({ partition, revision });
       lost.push(...this.#drop(partition, 'rebalance'));
     }
     return { kind: 'round', round: { live, targets, next: 0 }, releases, lost };
@@ -314,9 +281,11 @@ export class LeaseCore {
    * the lease ran out, or when the live set changed under it (a node heard
    * from while it awaited its takes may have taken partitions of its own
    * meanwhile; the next round decides anew). A partition is taken when it
-   * targets this node and has no owner, was released, or its owner is gone.
+   * targets this node and has no owner, was released, or its owner is gone;
+   * none while the bucket's loss is recent.
    */
   nextTake(round: Round): Take | null {
+    if (this.#now() < this.#takesFrom) return null;
     const live = new Set(round.live);
     for (; round.next < this.partitions; round.next++) {
       const p = round.next;
@@ -331,19 +300,20 @@ export class LeaseCore {
     return null;
   }
 
-  /** This node's take of `partition` was written with revision `token` (a failed take needs no event: the watch brings the winner). */
-  took(partition: number, token: number): void {
-    this.#learn(partition, this.node, token);
+  /** This node's take of `partition` was written with `revision` (a failed take needs no event: the watch brings the winner). */
+  took(partition: number, revision: number): void {
+    this.#learn(partition, this.node, revision);
   }
 
   /**
-   * The fence of `token` is claimed in the store: this node serves the
-   * partition unless, meanwhile, it stopped, lost its watch or its lease, or
-   * saw a newer entry. True when it now serves it.
+   * The take written with `revision` is claimed in the store, which issued
+   * `token`: this node serves the partition unless, meanwhile, it stopped,
+   * lost its watch, its lease or the bucket, or saw a newer entry. True when
+   * it now serves it.
    */
-  claimed(partition: number, token: number): boolean {
-    if (this.#stopped || !this.#watching || this.#parts.get(partition)?.revision !== token || !this.#valid()) return false;
-    this.#served.set(partition, token);
+  claimed(partition: number, revision: number, token: number): boolean {
+    if (this.#stopped || !this.#watching || this.#parts.get(partition)?.revision !== revision || !this.#valid()) return false;
+    this.#served.set(partition, { revision, token });
     return true;
   }
 
@@ -366,6 +336,7 @@ export class LeaseCore {
   nextRoundDelay(): number {
     const now = this.#now();
     let delay = this.leaseMs / HEARTBEATS_PER_LEASE;
+    if (this.#takesFrom > now) delay = Math.min(delay, this.#takesFrom - now + 1);
     for (const [name, seen] of this.#nodes) {
       const left = this.#heardAt(seen) + this.leaseMs * GONE_AFTER - now;
       if (name !== this.node && left >= 0) delay = Math.min(delay, left + 1);
@@ -378,10 +349,10 @@ export class LeaseCore {
     this.#stopped = true;
   }
 
-  /** Stops serving everything and ends the lease; returns what it served (for the driver to release) and the losses. */
-  leave(): { owned: [partition: number, token: number][]; lost: Loss[] } {
+  /** Stops serving everything and ends the lease; returns what it served (the revisions, for the driver to release) and the losses. */
+  leave(): { owned: [partition: number, revision: number][]; lost: Loss[] } {
     this.#stopped = true;
-    const owned = [...this.#served.entries()];
+    const owned = [...this.#served].map(([p, { revision }]): [number, number] => [p, revision]);
     const lost = this.#dropAll('stop');
     this.#validUntil = 0;
     return { owned, lost };

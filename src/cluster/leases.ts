@@ -13,16 +13,24 @@
  * set (assignPartitions); a node takes a partition that targets it when the
  * partition has no owner, was released, or its owner is gone, always by a
  * compare-and-set on the entry's revision, so of several nodes trying one
- * wins. The revision its write got is the partition's fencing token: it is
- * claimed in the store (`claim`) before the node serves the partition, and
- * the store refuses writes carrying any older token. An owner that is no
- * longer the target (a node joined) stops serving, then releases.
+ * wins. The node then claims the partition in the store (`claim`) with the
+ * revision its write got and the bucket's epoch, and serves it with the
+ * token the store answers, larger than any before; the store refuses writes
+ * carrying any older token. An owner that is no longer the target (a node
+ * joined) stops serving, then releases.
+ *
+ * The bucket can go (NATS restarted without its store) or be made anew: a
+ * heartbeat is a compare-and-set on the revision of the last one, so a node
+ * learns of it at its next heartbeat, stops serving, and binds the bucket
+ * again (bucket.ts: making it if no node did yet, with a new epoch from the
+ * store), taking nothing for a while (lease-core.ts, bucketLost).
  */
 import { EventEmitter } from 'node:events';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
+import type { KV, KvWatchEntry } from '@nats-io/kv';
 import type { Logger } from '../shared/log.ts';
 import { NODE_NAME, type FenceSource } from '../shared/partitions.ts';
+import { bindBucket, diagnose, EPOCH_KEY, epochIn, QuietWarnings } from './bucket.ts';
 import { HEARTBEATS_PER_LEASE, LeaseCore, type Loss, type LossReason, type Round, type Take } from './lease-core.ts';
 
 export type { LossReason } from './lease-core.ts';
@@ -37,8 +45,10 @@ export interface LeaseOptions {
   partitions: number;
   leaseMs: number;
   bucket?: string;
-  /** Raises the partition's fence in the store (DaemonStorage.claimPartition); false: a newer owner holds it. */
-  claim: (partition: number, token: number) => Promise<boolean>;
+  /** Claims the partition's fence for its bucket entry at (`epoch`, `revision`) (DaemonStorage.claimPartition): the token to serve it with, or null (a newer claim holds it). */
+  claim: (partition: number, epoch: number, revision: number) => Promise<number | null>;
+  /** The epoch the bucket is to carry, given the one it carries (DaemonStorage.bucketEpoch). */
+  epoch: (current: number | null) => Promise<number>;
   /**
    * Before a partition this node gives up to another (rebalance) is
    * released: resolves once the turns it was running for it have ended, so
@@ -68,6 +78,16 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   readonly #bucket: string;
   readonly #core: LeaseCore;
   #kv: KV | null = null;
+  /** The epoch of the bucket as this node bound it: its claims carry it. */
+  #epoch = 0;
+  /** False from the bucket's loss until it is bound again. */
+  #bound = false;
+  /** Counts the bucket's losses: a heartbeat's result from before the last one is old news. */
+  #losses = 0;
+  /** The revision of this node's last heartbeat (null: none in this bucket yet): the next is a compare-and-set on it. */
+  #beatRevision: number | null = null;
+  readonly #bucketWarnings: QuietWarnings;
+  readonly #roundWarnings: QuietWarnings;
   #watch: AsyncIterable<KvWatchEntry> & { stop(): void } | null = null;
   #expiry: NodeJS.Timeout | null = null;
   #tick: NodeJS.Timeout | null = null;
@@ -87,6 +107,8 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     this.leaseMs = options.leaseMs;
     this.#bucket = options.bucket ?? DEFAULT_BUCKET;
     this.#core = new LeaseCore({ node: options.node, partitions: options.partitions, leaseMs: options.leaseMs, now: () => performance.now() });
+    this.#bucketWarnings = new QuietWarnings(options.log, options.node, 'cluster bucket answers again');
+    this.#roundWarnings = new QuietWarnings(options.log, options.node, 'cluster ownership rounds succeed again');
   }
 
   /** The token this node serves `partition` with, or null: what the store checks (FenceSource). */
@@ -126,22 +148,31 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   }
 
   async #start(): Promise<void> {
-    const kvm = new Kvm(this.#o.nc);
-    this.#kv = await kvm.create(this.#bucket, { history: 1 });
-    const first = await this.#heartbeat();
-    if (first === null) throw new Error(`cluster node ${this.node}: the first heartbeat to NATS bucket ${this.#bucket} failed`);
+    await this.#bind();
     await this.#openWatch();
     this.#o.log.info({ node: this.node, partitions: this.partitions, leaseMs: this.leaseMs }, 'cluster node joined');
     this.#scheduleBeat();
     this.#schedule(0);
   }
 
-  /** Heartbeats on their own timer, so a long ownership round never delays one. */
+  /** Binds the bucket (making it if it is missing) with its epoch, then heartbeats there; throws if either fails. */
+  async #bind(): Promise<void> {
+    const { kv, epoch } = await bindBucket(this.#o.nc, this.#bucket, this.#o.epoch);
+    await this.#beat;
+    this.#kv = kv;
+    this.#epoch = epoch;
+    this.#beatRevision = null;
+    const first = await this.#heartbeat();
+    if (first === null) throw new Error(`cluster node ${this.node}: the first heartbeat to NATS bucket ${this.#bucket} failed`);
+    this.#bound = true;
+  }
+
+  /** Heartbeats on their own timer, so a long ownership round never delays one; none while the bucket is lost (the round binds it again). */
   #scheduleBeat(): void {
     if (this.#core.stopped) return;
     this.#beatTimer = setTimeout(() => {
       this.#beatTimer = null;
-      this.#beat = this.#heartbeat().then(() => this.#scheduleBeat());
+      void (this.#bound ? this.#heartbeat() : Promise.resolve(null)).then(() => this.#scheduleBeat());
     }, this.leaseMs / HEARTBEATS_PER_LEASE);
   }
 
@@ -161,6 +192,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
       let bounded = false;
       try {
         for await (const e of watch) {
+          if (this.#watch !== watch) break; // the bucket was lost: another watch follows the next one
           this.#see(e);
           const progress = this.#core.watchProgress();
           if (progress === 'caught-up') caughtUp();
@@ -173,7 +205,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
       } finally {
         const current = this.#watch === watch;
         if (current) this.#watch = null;
-        if (!this.#core.stopped) this.#o.log.warn({ node: this.node }, 'cluster bucket watch ended; serving nothing until it is watched again');
+        if (current && !this.#core.stopped) this.#o.log.warn({ node: this.node }, 'cluster bucket watch ended; serving nothing until it is watched again');
         this.#lose(this.#core.watchEnded(current));
         caughtUp();
       }
@@ -182,25 +214,74 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   }
 
   #see(e: KvWatchEntry): void {
+    if (e.key === EPOCH_KEY) {
+      // Another node gave the bucket a new epoch (it found it older than the store's fences): claims carry the new one.
+      if (epochIn(e.operation === 'PUT' ? e.string() : null) !== this.#epoch) this.#bucketLost('replaced');
+      return;
+    }
     const outcome = this.#core.entrySeen({ key: e.key, revision: e.revision, deleted: e.operation !== 'PUT', isUpdate: e.isUpdate, text: () => e.string() });
     if (outcome.malformed) this.#o.log.warn({ node: this.node, key: e.key }, 'cluster bucket entry is not an owner record');
     this.#lose(outcome.lost);
   }
 
-  /** Puts this node's heartbeat; on its acknowledgement the core extends the lease from the moment it was sent. Null when it failed. */
-  async #heartbeat(): Promise<number | null> {
+  /** One heartbeat at a time: each is a compare-and-set on the revision the last one got. */
+  #heartbeat(): Promise<number | null> {
+    const next = this.#beat.then(() => this.#heartbeatNow());
+    this.#beat = next;
+    return next;
+  }
+
+  /**
+   * Puts this node's heartbeat (by compare-and-set on its last); on its
+   * acknowledgement the core extends the lease from the moment it was sent.
+   * Null when it failed, or when the bucket was lost meanwhile.
+   */
+  async #heartbeatNow(): Promise<number | null> {
     const sentAt = performance.now();
+    const losses = this.#losses;
+    const key = `node.${this.node}`;
+    const value = enc.encode(JSON.stringify({ node: this.node }));
     try {
-      const revision = await this.#kv!.put(`node.${this.node}`, enc.encode(JSON.stringify({ node: this.node })));
+      const revision = this.#beatRevision === null ? await this.#kv!.put(key, value) : await this.#kv!.update(key, value, this.#beatRevision);
+      if (losses !== this.#losses) return null;
+      this.#beatRevision = revision;
       if (this.#core.stopped) return revision;
       const until = this.#core.heartbeatAcked(sentAt, revision);
+      if (this.#core.watchProgress() === 'caught-up') this.#bucketWarnings.ok();
       this.#armExpiry();
       this.emit('renewed', performance.timeOrigin + until);
       return revision;
     } catch (err) {
-      this.#o.log.warn({ err: (err as Error).message, node: this.node }, 'cluster heartbeat failed');
+      await this.#trouble(err, losses, true);
       return null;
     }
+  }
+
+  /**
+   * A write or watch of the bucket failed: when the bucket is gone or was
+   * made anew, this node stops serving and binds it again; otherwise (NATS
+   * or JetStream not answering, for now) it warns once.
+   */
+  async #trouble(err: unknown, losses: number, ownKey: boolean): Promise<void> {
+    const trouble = await diagnose(this.#o.nc, this.#bucket, err, ownKey);
+    if (losses !== this.#losses || this.#core.stopped) return;
+    if (trouble.kind === 'gone' || trouble.kind === 'replaced') this.#bucketLost(trouble.kind);
+    else if (trouble.kind === 'unavailable' || ownKey) this.#bucketWarnings.trouble('unavailable', 'cluster bucket does not answer; this node serves nothing once its lease runs out, until it does', { err: trouble.why });
+    else this.#roundWarnings.trouble('failed', 'cluster ownership round failed', { err: trouble.why });
+  }
+
+  /** The bucket is gone or was made anew: serve nothing, forget it, and bind it again at the next round. */
+  #bucketLost(kind: 'gone' | 'replaced'): void {
+    this.#bucketWarnings.trouble(kind, kind === 'gone'
+      ? 'cluster bucket is gone (NATS lost its store?): this node serves nothing, makes it again and takes partitions anew'
+      : 'cluster bucket was made anew or given a new epoch: this node serves nothing, binds it again and takes partitions anew', { bucket: this.#bucket });
+    if (!this.#bound) return;
+    this.#bound = false;
+    this.#losses++;
+    const watch = this.#watch;
+    this.#watch = null;
+    watch?.stop();
+    this.#lose(this.#core.bucketLost());
   }
 
   /** At the end of the lease, if no heartbeat extended it, stop serving everything. */
@@ -225,14 +306,16 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     if (this.#core.stopped) return;
     this.#tick = setTimeout(() => {
       this.#tick = null;
+      const losses = this.#losses;
       this.#round = this.#roundOnce()
-        .catch((err: unknown) => this.#o.log.warn({ err: (err as Error).message, node: this.node }, 'cluster ownership round failed'))
+        .catch((err: unknown) => this.#trouble(err, losses, false))
         .then(() => this.#schedule(this.#core.nextRoundDelay()));
     }, delay);
   }
 
   /** One round: give up what no longer targets this node and take what does, as the core decides. */
   async #roundOnce(): Promise<void> {
+    if (!this.#bound) await this.#bind();
     let start = this.#core.beginRound();
     if (start.kind === 'watch') {
       await this.#openWatch();
@@ -242,8 +325,9 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     if (start.kind !== 'round') return;
     this.#lose(start.lost);
     // Partitions given up are drained and released side by side: one's long turn does not hold back the others.
-    await Promise.all(start.releases.map(({ partition, token }) => this.#release(partition, token)));
+    await Promise.all(start.releases.map(({ partition, revision }) => this.#release(partition, revision)));
     await this.#takeAll(start.round);
+    this.#roundWarnings.ok();
   }
 
   async #takeAll(round: Round): Promise<void> {
@@ -253,23 +337,25 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   /** Takes a free, released or orphaned partition by compare-and-set, claims its fence, and serves it if the core still agrees. */
   async #take({ partition: p, revision }: Take): Promise<void> {
     const value = ownerRecord(this.node);
-    let token: number;
+    const [epoch, losses] = [this.#epoch, this.#losses];
+    let won: number;
     try {
-      token = revision === null ? await this.#kv!.create(`part.${p}`, value) : await this.#kv!.update(`part.${p}`, value, revision);
+      won = revision === null ? await this.#kv!.create(`part.${p}`, value) : await this.#kv!.update(`part.${p}`, value, revision);
     } catch {
       return; // another node moved first: the watch brings its entry
     }
-    this.#core.took(p, token);
-    if (!(await this.#o.claim(p, token))) return;
-    if (this.#core.claimed(p, token)) this.emit('gained', p, token);
+    this.#core.took(p, won);
+    const token = await this.#o.claim(p, epoch, won);
+    // A take in a bucket lost meanwhile is none: a take in the next one may have the same revision.
+    if (token !== null && losses === this.#losses && this.#core.claimed(p, won, token)) this.emit('gained', p, token);
   }
 
-  /** After the core stopped serving it: drains, then releases the partition (compare-and-set on the token, so a newer owner's entry stays). */
-  async #release(p: number, token: number): Promise<void> {
+  /** After the core stopped serving it: drains, then releases the partition (compare-and-set on its revision, so a newer owner's entry stays). */
+  async #release(p: number, revision: number): Promise<void> {
     await this.#o.drain?.(p);
     if (this.#core.stopped) return; // stop() releases what it held
     try {
-      this.#core.released(p, await this.#kv!.update(`part.${p}`, ownerRecord(null), token));
+      this.#core.released(p, await this.#kv!.update(`part.${p}`, ownerRecord(null), revision));
     } catch {
       // someone took it already
     }
@@ -290,7 +376,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     const { owned, lost } = this.#core.leave();
     this.#lose(lost);
     if (this.#kv !== null && !this.#o.nc.isClosed()) {
-      for (const [p, token] of owned) await this.#kv.update(`part.${p}`, ownerRecord(null), token).catch(() => undefined);
+      for (const [p, revision] of owned) await this.#kv.update(`part.${p}`, ownerRecord(null), revision).catch(() => undefined);
       await this.#kv.delete(`node.${this.node}`).catch(() => undefined);
     }
     this.#watch?.stop();

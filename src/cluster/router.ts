@@ -135,7 +135,8 @@ export class ClusterNode {
       partitions: settings.partitions,
       leaseMs: settings.lease_ms,
       bucket: settings.name,
-      claim: (partition, token) => parts.storage.run<boolean>({ op: 'claim_partition', partition, token }),
+      claim: (partition, epoch, revision) => parts.storage.run<number | null>({ op: 'claim_partition', partition, epoch, revision }),
+      epoch: (current) => parts.storage.run<number>({ op: 'bucket_epoch', current }),
       // Handing a partition over: its turns here end first (up to a lease; past that the store's fence refuses their writes).
       // The token stays in the shards' fences meanwhile, so those turns still store what they did.
       drain: (partition) =>

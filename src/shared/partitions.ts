@@ -13,9 +13,10 @@ export const DEFAULT_PARTITIONS = 256;
 export const NODE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
- * A partition's fencing token: the revision of the key-value entry that gave
- * its owner the partition. Revisions only grow, so a later owner always holds
- * a larger token, and the store refuses a write carrying a smaller one.
+ * A partition's fencing token: what the store issued to the claim of the
+ * owner (storage/postgres/fences.ts), one more than the partition's last, so
+ * a later owner always holds a larger token, whatever became of the NATS
+ * bucket, and the store refuses a write carrying an older one.
  */
 export interface Fence {
   partition: number;

@@ -114,11 +114,15 @@ export interface DaemonStorage {
    */
   indexMessages?(limit: number): Promise<number>;
   /**
-   * Cluster mode (a store several nodes share; PostgreSQL): raises the
-   * partition's fence to `token`, after which only writes carrying `token`
-   * commit for its pairs. False when a larger token was claimed already.
+   * Cluster mode (a store several nodes share; PostgreSQL): claims the
+   * partition for the owner its bucket entry at (`epoch`, `revision`) names,
+   * and answers the token it is then served with (larger than any before),
+   * after which only writes carrying that token commit for its pairs. Null
+   * when a claim as new or newer holds it already.
    */
-  claimPartition?(partition: number, token: number): Promise<boolean>;
+  claimPartition?(partition: number, epoch: number, revision: number): Promise<number | null>;
+  /** Cluster mode (PostgreSQL): the epoch the cluster's bucket is to carry, given the one it carries (null: none). */
+  bucketEpoch?(current: number | null): Promise<number>;
   /** Cluster mode (PostgreSQL): the agents and subscriptions now, read without touching the schema (another node changed them). */
   readState?(): Promise<StoredStartupState>;
   /** The schedules table (main/schedules/): one call of storage/schedule-calls.ts. */

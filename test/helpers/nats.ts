@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -89,6 +89,8 @@ export interface OwnNats {
   restart(): Promise<void>;
   /** Stops it and removes its store. */
   remove(): Promise<void>;
+  /** Kills it (SIGKILL), deletes its JetStream store, and starts it again on the same port: NATS that lost its store. */
+  loseStore(): Promise<void>;
 }
 
 async function freePort(): Promise<number> {
@@ -125,12 +127,12 @@ export async function startOwnNats(): Promise<OwnNats> {
       }
     }
   };
-  const stop = async (): Promise<void> => {
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
     const p = proc;
     proc = null;
     if (p === null || p.exitCode !== null) return;
     const exited = new Promise((resolve) => p.once('exit', resolve));
-    p.kill('SIGTERM');
+    p.kill(signal);
     await exited;
   };
   await start();
@@ -141,6 +143,12 @@ export async function startOwnNats(): Promise<OwnNats> {
     remove: async () => {
       await stop();
       await rm(dir, { recursive: true, force: true });
+    },
+    loseStore: async () => {
+      await stop('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+      await mkdir(dir);
+      await start();
     },
   };
 }

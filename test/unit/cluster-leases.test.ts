@@ -8,6 +8,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LeaseManager, type LossReason } from '../../src/cluster/leases.ts';
+import { pino } from 'pino';
 import { createLogger } from '../../src/shared/log.ts';
 import { partitionOf, type FenceSource } from '../../src/shared/partitions.ts';
 import type { Message } from '../../src/models/types.ts';
@@ -20,6 +21,9 @@ import { destroyBucket, natsConnection, needNats, needOwnNats, startOwnNats, tes
 import { createTestDatabase, needPostgres, type TestDatabase } from '../helpers/postgres.ts';
 
 const log = createLogger('silent');
+/** The warnings the nodes log, as `node: message`: a node in trouble says so once, not at every heartbeat. */
+let warnings: string[] = [];
+const nodeLog = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(`${(JSON.parse(line) as { node?: string }).node}: ${(JSON.parse(line) as { msg: string }).msg}`) });
 const skip = (await needNats()) ?? (await needPostgres());
 const skipOwn = skip ?? needOwnNats();
 
@@ -71,6 +75,7 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     bucket = testBucket();
     events = [];
     overlaps = [];
+    warnings = [];
     const prepare = await createPgDaemonStorage(db.url, log);
     await prepare.prepare({});
     await prepare.close();
@@ -80,7 +85,7 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
   async function join(name: string): Promise<Node> {
     const nc = own === null ? await natsConnection() : await connect({ servers: own.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     const store = await createPgDaemonStorage(db.url, log);
-    const leases = new LeaseManager({ nc, node: name, partitions: PARTITIONS, leaseMs: LEASE_MS, bucket, log, claim: (p, t) => store.claimPartition!(p, t) });
+    const leases = new LeaseManager({ nc, node: name, partitions: PARTITIONS, leaseMs: LEASE_MS, bucket, log: nodeLog, claim: (p, e, r) => store.claimPartition!(p, e, r), epoch: (current) => store.bucketEpoch!(current) });
     leases.on('gained', (partition) => {
       for (const other of nodes) if (other.leases !== leases && other.leases.tokenOf(partition) !== null) overlaps.push(`${name} gained ${partition} while ${other.name} served it`);
       events.push({ node: name, kind: 'gained', partition });
@@ -234,6 +239,66 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     expect(overlaps).toEqual([]);
   });
 
+  it.skipIf(skipOwn !== null)('serves again after NATS lost its store, under tokens larger than before, and the old tokens’ writes are refused', async () => {
+    const [a, b, nats] = await twoNodesOnOwnNats();
+    const tokenOf = (p: number) => a.leases.tokenOf(p) ?? b.leases.tokenOf(p);
+    const before = Array.from({ length: PARTITIONS }, (_, p) => tokenOf(p)!);
+    const p = a.leases.served()[0]!;
+    // A stale owner: one that keeps p's old token (a paused process) through the loss.
+    const stale = await shard({ partitions: PARTITIONS, tokenOf: (x) => (x === p ? before[p]! : null) });
+    await nats.loseStore();
+    // Each node sees the loss at its first heartbeat after it: until then it may serve on, under its old lease.
+    const renewed = (q: number) => (tokenOf(q) ?? 0) > before[q]!;
+    await waitFor(() => settled(a, b) && servedBy(a) === PARTITIONS / 2 && before.every((_, q) => renewed(q)), 'a and b to serve every partition again, under new tokens', SETTLE_MS);
+    // Quiet: a warning per change of state (gone, not answering, answering again), not one per failed heartbeat.
+    expect(warnings.some((w) => /bucket is gone \(NATS lost its store\?\)/.test(w))).toBe(true);
+    for (const node of ['a', 'b']) expect(warnings.filter((w) => w.startsWith(`${node}: `)).length, warnings.join('\n')).toBeLessThanOrEqual(4);
+    const [refused] = await stale.writeTurns([{ conv: ref(senderIn(p)), messages: [user('late write under the lost bucket')] }]);
+    expect(refused?.message).toMatch(/no longer owns cluster partition \d+ \(its fencing token \d+ is not the current \d+\)/);
+    expect(await (await shard(a.leases.tokenOf(p) === null ? b.leases : a.leases)).writeTurns([{ conv: ref(senderIn(p)), messages: [user('after')] }])).toEqual([null]);
+    expect(overlaps).toEqual([]);
+  });
+
+  it('a cluster under a new name serves on a store whose fences an earlier cluster left far past the new bucket’s revisions', async () => {
+    await fresh();
+    const first = await join('a');
+    await waitFor(() => servedBy(first) === PARTITIONS, 'a to serve every partition', SETTLE_MS);
+    await first.leases.stop();
+    nodes.splice(nodes.indexOf(first), 1);
+    await first.nc.close();
+    await first.store.close();
+    await db.query('UPDATE partition_fences SET token = 1100');
+    await destroyBucket(bucket);
+    bucket = testBucket();
+    const [a, b] = [await join('a'), await join('b')];
+    await waitFor(() => servedBy(a) === PARTITIONS / 2 && servedBy(b) === PARTITIONS / 2, 'a and b to serve half each', SETTLE_MS);
+    for (let p = 0; p < PARTITIONS; p++) expect(a.leases.tokenOf(p) ?? b.leases.tokenOf(p)).toBeGreaterThan(1100);
+    expect(overlaps).toEqual([]);
+  });
+
+  it('the store issues tokens that only grow, to claims newer by (epoch, revision), and renews a bucket epoch older than its fences', async () => {
+    await fresh();
+    const store = await createPgDaemonStorage(db.url, log);
+    closers.push(() => store.close());
+    const e1 = await store.bucketEpoch!(null);
+    expect(await store.bucketEpoch!(e1)).toBe(e1);
+    expect(await store.claimPartition!(5, e1, 900)).toBe(1);
+    expect(await store.claimPartition!(5, e1, 900)).toBe(1); // the same claim again: the same token
+    expect(await store.claimPartition!(5, e1, 899)).toBeNull(); // an older entry of the same bucket
+    expect(await store.claimPartition!(5, e1, 950)).toBe(2);
+    // NATS lost its store: a new bucket, revisions from 1, a new epoch; the late claim from the bucket gone loses.
+    const e2 = await store.bucketEpoch!(null);
+    expect(e2).toBeGreaterThan(e1);
+    expect(await store.claimPartition!(5, e2, 3)).toBe(3);
+    expect(await store.claimPartition!(5, e1, 5_000)).toBeNull();
+    // A bucket found carrying an epoch older than the fences (a cluster renamed back) gets a new one; the current keeps its own.
+    const e3 = await store.bucketEpoch!(e1);
+    expect(e3).toBeGreaterThan(e2);
+    expect(await store.bucketEpoch!(e2)).toBe(e2);
+    expect(await store.claimPartition!(5, e3, 1)).toBe(4);
+    expect(await db.query('SELECT token::int AS token FROM partition_fences WHERE partition = 5')).toEqual([{ token: 4 }]);
+  });
+
   it('takes a partition whose bucket entry is not an owner record', async () => {
     await fresh();
     const nc = await natsConnection();
@@ -242,7 +307,9 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     const garbage = await kv.put('part.0', new TextEncoder().encode('not json'));
     const a = await join('a');
     await waitFor(() => servedBy(a) === PARTITIONS, 'a to serve every partition', SETTLE_MS);
-    expect(a.leases.tokenOf(0)).toBeGreaterThan(garbage);
+    expect(a.leases.tokenOf(0)).not.toBeNull();
+    expect((await kv.get('part.0'))?.revision).toBeGreaterThan(garbage);
+    expect(a.leases.owners()[0]).toBe('a');
   });
 
   it('refuses a write for a partition the node does not serve before it reaches the store', async () => {
@@ -257,7 +324,7 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     await fresh();
     const nc = await natsConnection();
     closers.push(() => nc.close());
-    const base = { nc, node: 'a', partitions: 8, leaseMs: 1_000, bucket, log, claim: async () => true };
+    const base = { nc, node: 'a', partitions: 8, leaseMs: 1_000, bucket, log, claim: async () => 1, epoch: async () => 1 };
     expect(() => new LeaseManager({ ...base, node: 'a.b' })).toThrow(/node name "a.b" must be 1-64 of/);
     expect(() => new LeaseManager({ ...base, partitions: 0 })).toThrow(/partitions must be a positive integer/);
     expect(() => new LeaseManager({ ...base, leaseMs: 10 })).toThrow(/lease_ms must be an integer of at least 100/);

@@ -155,10 +155,11 @@ describe('lease core: a joining node’s first round', () => {
     if (round.kind !== 'round') throw new Error(round.kind);
     const take = a.nextTake(round.round) as Take;
     a.took(take.partition, 7);
-    expect(a.claimed(take.partition, 7)).toBe(true);
+    expect(a.claimed(take.partition, 7, 100)).toBe(true);
+    expect(a.tokenOf(take.partition)).toBe(100);
     expect(a.watchEnded(true)).toEqual([{ partition: take.partition, reason: 'lease' }]);
     expect(a.beginRound().kind).toBe('watch');
-    expect(a.claimed(1, 8)).toBe(false);
+    expect(a.claimed(1, 8, 101)).toBe(false);
   });
 });
 
@@ -179,9 +180,9 @@ describe('lease core: rounds', () => {
     join(a, 1);
     a.took(0, 10);
     a.entrySeen(part(0, 'b', 11));
-    expect(a.claimed(0, 10)).toBe(false);
+    expect(a.claimed(0, 10, 1)).toBe(false);
     a.took(1, 12);
-    expect(a.claimed(1, 12)).toBe(true);
+    expect(a.claimed(1, 12, 2)).toBe(true);
     expect(a.entrySeen(part(1, 'b', 13)).lost).toEqual([{ partition: 1, reason: 'taken' }]);
     expect(a.served()).toEqual([]);
   });
@@ -198,17 +199,41 @@ describe('lease core: rounds', () => {
 
 /**
  * Nodes on one fake bucket: writes are compare-and-set on a revision and
- * reach every watching node that is not cut off at once; fences claimed in
- * a fake store refuse older tokens. After every step, no partition may be
- * served by two nodes.
+ * reach every watching node that is not cut off at once; a fake store
+ * issues the fences' tokens to claims newer by (epoch, revision), as
+ * fences.ts does. A heartbeat is a compare-and-set on the node's last, as
+ * leases.ts does, so a node learns of a wiped bucket at its next one. After
+ * every step, no partition may be served by two nodes.
  */
 class FakeCluster {
   readonly nodes = new Map<string, LeaseCore>();
   readonly cut = new Set<string>();
   readonly #entries = new Map<string, { revision: number; text: string }>();
-  readonly #fences = new Map<number, number>();
+  readonly #fences = new Map<number, { epoch: number; revision: number; token: number }>();
+  /** Every token each partition's fence held, in order. */
+  readonly tokens = new Map<number, number[]>();
   #revision = 0;
+  #epoch = 1;
+  /** Per node: the revision of its last heartbeat (null: none in this bucket), and the epoch it bound (null: lost, to bind). */
+  readonly #bound = new Map<string, { beat: number | null; epoch: number | null }>();
   overlaps: string[] = [];
+
+  /** NATS lost its store: the bucket comes back empty, its revisions from 1, and binding it gets a new epoch. */
+  wipe(): void {
+    this.#entries.clear();
+    this.#revision = 0;
+    this.#epoch++;
+  }
+
+  /** The store's claim (fences.ts claimFence): a new token when (epoch, revision) is newer than the fence's. */
+  #claim(p: number, epoch: number, revision: number): number | null {
+    const held = this.#fences.get(p) ?? { epoch: 0, revision: 0, token: 0 };
+    if (epoch < held.epoch || (epoch === held.epoch && revision <= held.revision)) return null;
+    const token = held.token + 1;
+    this.#fences.set(p, { epoch, revision, token });
+    this.tokens.set(p, [...(this.tokens.get(p) ?? []), token]);
+    return token;
+  }
 
   /** A write by `by`; `expected`: the revision it replaces (null: none), undefined: any. Null when refused or cut off. */
   #write(by: string, key: string, text: string, expected?: number | null): number | null {
@@ -225,13 +250,35 @@ class FakeCluster {
   join(name: string): void {
     const c = core(name);
     this.nodes.set(name, c);
+    this.#bound.set(name, { beat: null, epoch: this.#epoch });
     this.#heartbeat(name);
     this.#watch(name);
   }
 
   #heartbeat(name: string): void {
-    const revision = this.#write(name, `node.${name}`, JSON.stringify({ node: name }));
-    if (revision !== null) this.nodes.get(name)!.heartbeatAcked(t, revision);
+    const bound = this.#bound.get(name)!;
+    if (bound.epoch === null || this.cut.has(name)) return;
+    const key = `node.${name}`;
+    if (bound.beat !== null && (this.#entries.get(key)?.revision ?? null) !== bound.beat) {
+      // Not the revision it last wrote: the bucket was made anew.
+      bound.epoch = null;
+      this.nodes.get(name)!.bucketLost();
+      this.#check();
+      return;
+    }
+    const revision = this.#write(name, key, JSON.stringify({ node: name }), bound.beat ?? undefined);
+    if (revision === null) return;
+    bound.beat = revision;
+    this.nodes.get(name)!.heartbeatAcked(t, revision);
+  }
+
+  /** The driver's round start after a loss: bind the bucket again (its epoch, a first heartbeat by put). */
+  #rebind(name: string): void {
+    const bound = this.#bound.get(name)!;
+    if (bound.epoch !== null || this.cut.has(name)) return;
+    bound.epoch = this.#epoch;
+    bound.beat = null;
+    this.#heartbeat(name);
   }
 
   #watch(name: string): void {
@@ -243,23 +290,24 @@ class FakeCluster {
 
   #round(name: string): void {
     const c = this.nodes.get(name)!;
+    this.#rebind(name);
     let start = c.beginRound();
     if (start.kind === 'watch' && !this.cut.has(name)) {
       this.#watch(name);
       start = c.beginRound();
     }
     if (start.kind !== 'round') return;
-    for (const { partition, token } of start.releases) {
-      const revision = this.#write(name, `part.${partition}`, JSON.stringify({ owner: null }), token);
+    for (const { partition, revision: held } of start.releases) {
+      const revision = this.#write(name, `part.${partition}`, JSON.stringify({ owner: null }), held);
       if (revision !== null) c.released(partition, revision);
     }
     for (let take = c.nextTake(start.round); take !== null; take = c.nextTake(start.round)) {
-      const token = this.#write(name, `part.${take.partition}`, JSON.stringify({ owner: name }), take.revision);
+      const won = this.#write(name, `part.${take.partition}`, JSON.stringify({ owner: name }), take.revision);
+      if (won === null) continue;
+      c.took(take.partition, won);
+      const token = this.#claim(take.partition, this.#bound.get(name)!.epoch!, won);
       if (token === null) continue;
-      c.took(take.partition, token);
-      if (token <= (this.#fences.get(take.partition) ?? 0)) continue;
-      this.#fences.set(take.partition, token);
-      c.claimed(take.partition, token);
+      c.claimed(take.partition, won, token);
       this.#check();
     }
   }
@@ -284,6 +332,16 @@ class FakeCluster {
         this.#round(name);
       }
     }
+  }
+
+  /** Each partition's fence token now (0: none). */
+  currentTokens(): number[] {
+    return Array.from({ length: PARTITIONS }, (_, p) => this.#fences.get(p)?.token ?? 0);
+  }
+
+  /** Sets every partition's fence, as an earlier cluster left them. */
+  fenceAll(fence: { epoch: number; revision: number; token: number }): void {
+    for (let p = 0; p < PARTITIONS; p++) this.#fences.set(p, { ...fence });
   }
 
   served(): Record<string, number[]> {
@@ -317,6 +375,105 @@ describe('lease core: two nodes never serve one partition', () => {
     cluster.cut.delete('a');
     cluster.runUntil(7_000);
     expect(cluster.served()).toEqual({ a: targetsOf('a', ['a', 'b']), b: targetsOf('b', ['a', 'b']) });
+    expect(cluster.overlaps).toEqual([]);
+  });
+});
+
+/** `c` binds a bucket made anew: its first heartbeat there (acknowledged at once with `revision`), and a watch delivering it. */
+function rebind(c: LeaseCore, revision: number): void {
+  join(c, revision);
+}
+
+describe('lease core: the bucket lost (NATS restarted without its store)', () => {
+  it('stops serving what it won in the lost bucket, saying why, and asks for a new watch (not: serving on a bucket that is gone)', () => {
+    const a = core('a');
+    join(a, 1);
+    const start = a.beginRound();
+    if (start.kind !== 'round') throw new Error(start.kind);
+    const take = a.nextTake(start.round) as Take;
+    a.took(take.partition, 7);
+    expect(a.claimed(take.partition, 7, 1_101)).toBe(true);
+    expect(a.bucketLost()).toEqual([{ partition: take.partition, reason: 'bucket' }]);
+    expect(a.served()).toEqual([]);
+    expect(a.beginRound().kind).toBe('watch');
+    // The watch of the lost bucket ends only now, after the next one opened: it takes nothing from that one.
+    rebind(a, 1);
+    expect(a.watchEnded(false)).toEqual([]);
+    expect(a.watchProgress()).toBe('caught-up');
+  });
+
+  it('takes nothing for GONE_AFTER of a lease after the loss, then its share (not: taking at once what a node not yet aware still serves)', () => {
+    const b = core('b');
+    join(b, 1);
+    b.entrySeen(beat('a', 2));
+    b.entrySeen(part(0, 'a', 3)); // a serves partition 0, whatever the targets say: a rebalance it has not run yet
+    expect(b.bucketLost()).toEqual([]);
+    rebind(b, 1); // the bucket made anew holds no entry for partition 0
+    expect(b.owners()).toEqual([null, null, null, null]);
+    expect(takes(b)).toEqual([]);
+    t = 500;
+    b.heartbeatAcked(t, 2);
+    b.entrySeen(beat('a', 3)); // a bound the new bucket too: it stopped serving first
+    t = 799;
+    expect(takes(b)).toEqual([]);
+    expect(b.nextRoundDelay()).toBe(2);
+    t = 800;
+    expect(takes(b)).toEqual(targetsOf('b', ['a', 'b']));
+  });
+
+  it('believes the new bucket’s entries though their revisions are lower (not: ignoring them as older than the lost bucket’s)', () => {
+    const a = core('a');
+    join(a, 50);
+    a.entrySeen(part(0, 'b', 60));
+    a.entrySeen(beat('b', 7));
+    expect(a.owners()[0]).toBe('b');
+    a.bucketLost();
+    rebind(a, 1);
+    a.entrySeen(part(0, 'c', 3));
+    expect(a.owners()[0]).toBe('c');
+    // b's first heartbeat in the new bucket has the revision its last had in the old one: news all the same.
+    t = 700;
+    a.heartbeatAcked(t, 8);
+    a.entrySeen(beat('b', 7));
+    t = 1_400;
+    a.heartbeatAcked(t, 9);
+    expect(a.liveNodes()).toEqual(['a', 'b']);
+  });
+});
+
+describe('lease core: fences through a lost bucket and a new cluster name', () => {
+  it('two nodes serve every partition again after the bucket is wiped, under tokens that only grow, never both one partition', () => {
+    const cluster = new FakeCluster();
+    cluster.join('a');
+    cluster.join('b');
+    cluster.runUntil(2_000);
+    const spread = { a: targetsOf('a', ['a', 'b']), b: targetsOf('b', ['a', 'b']) };
+    expect(cluster.served()).toEqual(spread);
+    const before = cluster.currentTokens();
+    cluster.wipe();
+    cluster.runUntil(2_300);
+    expect(cluster.served()).toEqual({ a: [], b: [] });
+    cluster.runUntil(6_000);
+    expect(cluster.served()).toEqual(spread);
+    const after = cluster.currentTokens();
+    for (let p = 0; p < PARTITIONS; p++) {
+      expect(after[p]).toBeGreaterThan(before[p]!);
+      const history = cluster.tokens.get(p)!;
+      expect(history).toEqual([...history].sort((x, y) => x - y));
+      expect(new Set(history).size).toBe(history.length);
+    }
+    expect(cluster.overlaps).toEqual([]);
+  });
+
+  it('a cluster on a new bucket serves though the store’s fences are far past its revisions (not: comparing revisions across buckets)', () => {
+    const cluster = new FakeCluster();
+    cluster.fenceAll({ epoch: 1, revision: 5_000, token: 1_100 }); // an earlier cluster's, under another name
+    cluster.wipe(); // the new name's bucket: revisions from 1, a new epoch
+    cluster.join('a');
+    cluster.join('b');
+    cluster.runUntil(3_000);
+    expect(cluster.served()).toEqual({ a: targetsOf('a', ['a', 'b']), b: targetsOf('b', ['a', 'b']) });
+    expect(cluster.currentTokens()).toEqual([1_101, 1_101, 1_101, 1_101]);
     expect(cluster.overlaps).toEqual([]);
   });
 });

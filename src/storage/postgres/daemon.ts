@@ -9,7 +9,7 @@ import { now } from '../sqlite/db.ts';
 import type { AgentConfig } from '../../shared/config.ts';
 import type { SearchOptions } from '../../threads/storage/messages.ts';
 import type { ConversationSummary, SessionHit } from '../../shared/wire/ops.ts';
-import { claimFence } from './fences.ts';
+import { bucketEpoch, claimFence } from './fences.ts';
 import { inTransaction, type PoolClient } from './pool.ts';
 import { migrate } from './schema.ts';
 import { PgSessionSearch } from './search.ts';
@@ -104,9 +104,8 @@ export class PgDaemonStorage implements DaemonStorage {
     });
   }
 
-  /** PostgreSQL keeps its own house (autovacuum, checkpoints): nothing to do. */
-  claimPartition(partition: number, token: number): Promise<boolean> {
-    return claimFence(this.#pool, partition, token);
+  claimPartition(partition: number, epoch: number, revision: number): Promise<number | null> {
+    return claimFence(this.#pool, partition, epoch, revision);
   }
 
   schedules(call: ScheduleCall): Promise<unknown> {
@@ -117,6 +116,11 @@ export class PgDaemonStorage implements DaemonStorage {
     return runPgWebhookCall(this.#pool, call);
   }
 
+  bucketEpoch(current: number | null): Promise<number> {
+    return bucketEpoch(this.#pool, current);
+  }
+
+  /** PostgreSQL keeps its own house (autovacuum, checkpoints): nothing to do. */
   async maintain(): Promise<unknown> {
     return null;
   }

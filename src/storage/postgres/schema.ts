@@ -163,6 +163,13 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook, conv, status, seq);
   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
   `,
+  // 6: fences that only grow whatever happens to the cluster's NATS bucket (lost, or a new cluster name):
+  // the store issues each claim's token, one more than the partition's last, to a claim newer by
+  // (epoch, bucket revision) than the one it holds; epochs come from the sequence, one per bucket (fences.ts).
+  `
+  ALTER TABLE partition_fences ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0, ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
+  CREATE SEQUENCE agentd_cluster_epochs;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

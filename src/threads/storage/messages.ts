@@ -49,8 +49,10 @@ export type StorageTask =
    * (a counter) until `threads` have arrived, so no thread takes two.
    */
   | { op: 'close'; barrier: SharedArrayBuffer; threads: number }
-  /** Cluster mode: raises a partition's fence to `token` (DaemonStorage.claimPartition); answers whether it now holds exactly `token`. */
-  | { op: 'claim_partition'; partition: number; token: number }
+  /** Cluster mode: claims a partition's fence for its bucket entry (DaemonStorage.claimPartition); answers the token, or null. */
+  | { op: 'claim_partition'; partition: number; epoch: number; revision: number }
+  /** Cluster mode: the epoch the cluster's bucket is to carry (DaemonStorage.bucketEpoch). */
+  | { op: 'bucket_epoch'; current: number | null }
   /** Cluster mode: the agents and subscriptions as the shared store holds them now (DaemonStorage.readState); `seededNow` is false. */
   | { op: 'read_state' }
   /** The schedules table: one call (storage/schedule-calls.ts). */

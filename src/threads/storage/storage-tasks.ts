@@ -86,7 +86,10 @@ export default async function handle(task: StorageTask): Promise<unknown> {
       return s.indexMessages?.(task.limit) ?? 0;
     case 'claim_partition':
       if (s.claimPartition === undefined) throw new Error('this store cannot hold cluster fences (cluster mode needs PostgreSQL)');
-      return s.claimPartition(task.partition, task.token);
+      return s.claimPartition(task.partition, task.epoch, task.revision);
+    case 'bucket_epoch':
+      if (s.bucketEpoch === undefined) throw new Error('this store cannot hold cluster fences (cluster mode needs PostgreSQL)');
+      return s.bucketEpoch(task.current);
     case 'read_state':
       if (s.readState === undefined) throw new Error('this store is not shared by cluster nodes (cluster mode needs PostgreSQL)');
       return s.readState();

@@ -19,6 +19,8 @@ export interface StartFlags {
   tcp?: string;
   config?: string;
   logLevel?: string;
+  /** `--metrics HOST:PORT | off`: the Prometheus metrics listener. */
+  metrics?: string;
   /** `--tcp-insecure`: TCP without a token (loopback addresses only). */
   tcpInsecure?: boolean;
   /** `--store URL`: overrides the file's `store`. */
@@ -78,6 +80,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     tcp,
     token,
     tcpInsecure: flags.tcpInsecure === true || file.tcp_insecure === true,
+    metrics: parseTcp(flags.metrics ?? file.metrics ?? 'off', flags.metrics !== undefined ? '--metrics' : configFile ?? 'config', flags.metrics !== undefined ? 'value' : 'metrics'),
     authTimeoutMs: file.auth_timeout_ms ?? DEFAULTS.authTimeoutMs,
     maxConnections: file.max_connections ?? DEFAULTS.maxConnections,
     workers,

@@ -44,6 +44,10 @@ import { startSchedules } from './schedules/start.ts';
 import type { ScheduleEngine } from './schedules/schedule-engine.ts';
 import { startWebhooks } from './webhooks/start.ts';
 import type { WebhookHub } from './webhooks/webhook-hub.ts';
+import { MetricsService } from './metrics/metrics-service.ts';
+import { TurnLedger } from './turn-ledger.ts';
+import { collectStats } from './ops/admin.ts';
+import type { DispatchContext } from './ops/op-table.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -88,6 +92,8 @@ interface DaemonParts {
   schedules: ScheduleEngine;
   /** Outbound webhooks: agent events to the outside world. */
   webhooks: WebhookHub;
+  /** Prometheus metrics; null while `metrics` is off. */
+  metrics: MetricsService | null;
 }
 
 export class Daemon implements ConnectionHost {
@@ -135,6 +141,11 @@ export class Daemon implements ConnectionHost {
         this.#ownedFiles.push(this.portFile);
         const addr = server.address();
         this.#tcpPort = typeof addr === 'object' && addr !== null ? addr.port : config.tcp.port;
+      }
+      if (config.metrics !== null) {
+        const portFile = join(config.home, 'run', 'metrics.port');
+        this.#servers.push(await this.#parts.metrics!.listen(config.metrics, this.#parts.connectionLimits.token, portFile, this.log));
+        this.#ownedFiles.push(portFile);
       }
     } catch (err) {
       await this.#teardown();
@@ -217,7 +228,10 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log), onAuthenticated: (s) => limiter.authenticated(s) };
   const store = config.persist ? config.store : null;
   const writeLock = createWriteLockBuffer();
-  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection });
+  // Metrics cost nothing while off: no meter on the ledger, no registry.
+  const metrics = config.metrics === null ? null : new MetricsService();
+  const ledger = new TurnLedger(metrics?.turns ?? null);
+  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger });
   // The topology first: a cluster node that cannot reach NATS fails before anything else starts.
   const topology = config.cluster === null ? new LocalTopology(pool) : await registerCluster({ config, pool, log });
   const { storage, startup } = await openStorage(config, store, writeLock, log);
@@ -239,7 +253,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const bus = createBus(config, { storage, log, agents, topology, pool, agentEvents }, startup.subscriptions);
   const schedules = startSchedules(config, storage, bus, log);
   const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: topology.agentChanges });
-  const dispatch = createDispatch({
+  const dispatchContext: DispatchContext = {
     pool, storage, bus, observers, agents, agentService, mcp,
     skills: new SkillCatalogue(config.home, log),
     defaultSender: config.defaultSender,
@@ -252,7 +266,9 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     schedules,
     webhooks,
     webhookHosts: config.webhookHosts,
-  }, limitLog);
+  };
+  const dispatch = createDispatch(dispatchContext, limitLog);
+  metrics?.attach({ stats: () => collectStats(dispatchContext), turns: () => ledger.perShard(config.workers), walPath: store?.kind === 'sqlite' ? `${store.path}-wal` : null });
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = topology.entry(dispatch);
   const harness = new HarnessHost(entry, agents);
@@ -262,7 +278,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   await topology.serve({ storage, local: dispatch, agents, bus, observers, onAgentsChanged: () => mcp.sync(), closing: () => lifecycle.closing });
   await schedules.start();
   await webhooks.start();
-  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks };
+  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics };
 }
 
 type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;

@@ -6,7 +6,7 @@
  * started running (and so may have been stored, or must be stored `stalled`).
  */
 import { StopReason, type Stored } from '../shared/protocol.ts';
-import type { TurnRequest } from '../shared/threads/shard-messages.ts';
+import { outcomeCode, type TurnRequest } from '../shared/threads/shard-messages.ts';
 
 export interface OpenTurn {
   seq: number;
@@ -14,6 +14,14 @@ export interface OpenTurn {
   req: TurnRequest;
   /** The shard said it started running (a batch's `turnsStarted`). */
   started: boolean;
+  /** performance.now() when main routed it, and when the shard said it started (0 until then), for the metrics. */
+  openedAt: number;
+  startedAt: number;
+}
+
+/** Told of every turn as it ends (the metrics): how it ended is an index into TURN_OUTCOMES. */
+export interface TurnMeterSink {
+  turnEnded(t: OpenTurn, outcome: number): void;
 }
 
 /** How a turn lost with its shard is reported to its client. */
@@ -25,14 +33,20 @@ export interface LostVerdict {
 }
 
 const MAX_SEQ = 0x7fffffff; // seqs travel through an Int32Array cell
+const LOST = outcomeCode('lost');
 
 const pairKey = (agent: string, sender: string): string => `${agent}\u0000${sender}`;
 
 export class TurnLedger {
   readonly #open = new Map<number, OpenTurn>();
+  readonly #meter: TurnMeterSink | null;
   /** Open (running or queued) non-ephemeral turns per conversation. */
   readonly #perPair = new Map<string, number>();
   #lastSeq = 0;
+
+  constructor(meter: TurnMeterSink | null = null) {
+    this.#meter = meter;
+  }
 
   get size(): number {
     return this.#open.size;
@@ -50,29 +64,40 @@ export class TurnLedger {
     while (this.#open.has(seq));
     this.#lastSeq = seq;
     req.seq = seq;
-    this.#open.set(seq, { seq, shard, req, started: false });
+    this.#open.set(seq, { seq, shard, req, started: false, openedAt: performance.now(), startedAt: 0 });
     if (!req.ephemeral) this.#adjust(req, 1);
   }
 
   started(seq: number): void {
     const t = this.#open.get(seq);
-    if (t !== undefined) t.started = true;
+    if (t === undefined) return;
+    t.started = true;
+    t.startedAt = performance.now();
   }
 
   /** Forgets an ended turn; returns it (undefined if unknown, e.g. already taken with its shard). */
-  ended(seq: number): OpenTurn | undefined {
+  ended(seq: number, outcome: number): OpenTurn | undefined {
     const t = this.#open.get(seq);
     if (t === undefined) return undefined;
     this.#open.delete(seq);
     if (!t.req.ephemeral) this.#adjust(t.req, -1);
+    this.#meter?.turnEnded(t, outcome);
     return t;
   }
 
   /** Forgets and returns every open turn of a shard that died or froze. */
   takeShard(shard: number): OpenTurn[] {
     const lost = [...this.#open.values()].filter((t) => t.shard === shard);
-    for (const t of lost) this.ended(t.seq);
+    for (const t of lost) this.ended(t.seq, LOST);
     return lost;
+  }
+
+  /** Open turns per shard, running and queued (read when metrics are scraped). */
+  perShard(shards: number): { running: number[]; queued: number[] } {
+    const running = new Array<number>(shards).fill(0);
+    const queued = new Array<number>(shards).fill(0);
+    for (const t of this.#open.values()) (t.started ? running : queued)[t.shard]!++;
+    return { running, queued };
   }
 
   #adjust(req: TurnRequest, by: number): void {

@@ -19,7 +19,7 @@ import {
 } from '../shared/byte-layouts.ts';
 import { TextDeltaBody } from './text-delta-body.ts';
 import { OUTPUT_REUSE_MAX_BYTES, outputReturns } from '../shared/threads/output-reuse.ts';
-import type { ActiveAnswer, FrameBatch, TurnFinished } from '../shared/threads/shard-messages.ts';
+import { outcomeCode, type ActiveAnswer, type FrameBatch, type TurnFinished, type TurnOutcomeName } from '../shared/threads/shard-messages.ts';
 
 const INITIAL_SECTION_BYTES = 4096;
 /** Section buffers kept for reuse between flushes. */
@@ -50,7 +50,7 @@ export interface FrameOut {
   finished(record: TurnFinished): void;
   /** A turn (by its seq) started running / sent its last reply: main tracks open turns for its watchdog. */
   turnStarted(seq: number): void;
-  turnEnded(seq: number): void;
+  turnEnded(seq: number, outcome: TurnOutcomeName): void;
   activeAnswer(answer: ActiveAnswer): void;
   purged(id: number): void;
 }
@@ -125,8 +125,8 @@ export class Outbox implements FrameOut {
     this.#schedule();
   }
 
-  turnEnded(seq: number): void {
-    this.#turnsEnded.push(seq);
+  turnEnded(seq: number, outcome: TurnOutcomeName): void {
+    this.#turnsEnded.push(seq, outcomeCode(outcome));
     this.#schedule();
   }
 

@@ -146,6 +146,7 @@ const FILE_SCHEMA = z
   .strictObject({
     workers: atLeast(1),
     tcp: text(),
+    metrics: text(),
     token: text(false),
     tcp_insecure: flag(),
     auth_timeout_ms: atLeast(1),

@@ -184,6 +184,8 @@ export interface ResolvedConfig {
   webhookTimeoutMs: number;
   /** Hosts webhook URLs may name (`*.example.com` for a domain's hosts); empty: any. */
   webhookHosts: readonly string[];
+  /** The Prometheus metrics listener; null: off. Off loopback it asks for the token. */
+  metrics: TcpAddress | null;
 }
 
 export const DEFAULTS = {

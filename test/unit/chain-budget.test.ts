@@ -61,7 +61,7 @@ describe('TurnLedger', () => {
     expect(new Set([t1.seq, t2.seq, t3.seq]).size).toBe(3);
     expect(l.held('a', 's')).toBe(2);
     l.started(t1.seq);
-    expect(l.ended(t2.seq)?.req).toBe(t2);
+    expect(l.ended(t2.seq, 0)?.req).toBe(t2);
     expect(l.held('a', 's')).toBe(1);
     const lost = l.takeShard(0);
     expect(lost.map((t) => t.req)).toEqual([t1]);

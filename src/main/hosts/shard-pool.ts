@@ -68,6 +68,8 @@ export interface ShardPoolOptions {
   maxQueuedTurns: number;
   /** Requests one connection may have waiting for their LAST frame (429 past it). */
   maxInflightPerConnection: number;
+  /** Where open turns are tracked (the daemon's, so the metrics can read it). */
+  ledger: TurnLedger;
 }
 
 /** What the pool adds to a shard's start-up message itself. */
@@ -110,7 +112,6 @@ export class ShardPool {
   #inflightCount = 0;
   #idleWaiters: (() => void)[] = [];
   readonly #flush = (): void => this.#flushAll();
-  readonly #ledger = new TurnLedger();
   readonly #returns = new OutputReturns();
   readonly #watchdog: ShardWatchdog;
   #outputs: ShardOutputs | null = null;
@@ -155,7 +156,7 @@ export class ShardPool {
     const s = this.#shardOf(msg.agent, msg.sender);
     let turnSeq: number | null = null;
     if (msg.type === 'turn') {
-      this.#ledger.open(s.index, msg);
+      this.#opts.ledger.open(s.index, msg);
       turnSeq = msg.seq;
     }
     s.inflight.set(key(msg.conn, msg.req), { conn: msg.conn, req: msg.req, kind, agent: msg.agent, started: false, turnSeq });
@@ -178,14 +179,14 @@ export class ShardPool {
       return false;
     }
     const s = this.#shardOf(msg.agent, msg.sender);
-    this.#ledger.open(s.index, msg);
+    this.#opts.ledger.open(s.index, msg);
     this.#enqueue(s, msg);
     return true;
   }
 
   /** The pair holds its running turn and `maxQueuedTurns` queued ones. */
   #queueFull(msg: TurnRequest): boolean {
-    return this.#ledger.held(msg.agent, msg.sender) > this.#opts.maxQueuedTurns;
+    return this.#opts.ledger.held(msg.agent, msg.sender) > this.#opts.maxQueuedTurns;
   }
 
   /** Sends a message that expects no reply to every shard. */
@@ -314,14 +315,15 @@ export class ShardPool {
       const f = shard.inflight.get(key(started[i]!, started[i + 1]!));
       if (f !== undefined) f.started = true;
     }
-    for (const seq of batch.turnsStarted) this.#ledger.started(seq);
+    for (const seq of batch.turnsStarted) this.#opts.ledger.started(seq);
     this.#deliverSections(shard, batch, outputs);
     if (batch.agentEvents !== null) {
       outputs.agentEvents(batch.agentEventAgents, readEventList(Buffer.from(batch.agentEvents), batch.agentEventAgents.length));
     }
     // A finished turn's `done` fires its chain's next turns before the turn itself counts as ended.
     for (const f of batch.finished) outputs.finished(f);
-    for (const seq of batch.turnsEnded) this.#turnGone(this.#ledger.ended(seq), outputs);
+    const ended = batch.turnsEnded; // pairs: seq, outcome
+    for (let i = 0; i < ended.length; i += 2) this.#turnGone(this.#opts.ledger.ended(ended[i]!, ended[i + 1]!), outputs);
     for (let i = 0; i < done.length; i += 2) {
       if (!shard.inflight.delete(key(done[i]!, done[i + 1]!))) continue;
       this.#inflightCount--;
@@ -385,7 +387,7 @@ export class ShardPool {
   /** Ends every request and turn the lost shard owed; returns the turns to store as ended `stalled`. */
   #endAll(shard: ShardThread, why: string, cause: 'crash' | 'stall', outputs: ShardOutputs): StalledTurn[] {
     const runningSeq = shard.cells.length > 0 ? Atomics.load(shard.cells, Heartbeat.RUNNING) : 0;
-    const loss = { why, cause, turns: this.#ledger.takeShard(shard.index), runningSeq, requests: shard.inflight.values() };
+    const loss = { why, cause, turns: this.#opts.ledger.takeShard(shard.index), runningSeq, requests: shard.inflight.values() };
     const stalled = settleShardLoss(loss, (conn, frames) => outputs.deliver(conn, frames), (t) => this.#turnGone(t, outputs));
     for (const f of shard.inflight.values()) this.budget.release(f.conn);
     this.#inflightCount -= shard.inflight.size;

@@ -3,13 +3,13 @@
  * Handlers are attached once; 'close' is the single teardown path.
  */
 import type { Socket } from 'node:net';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { decodeBody, FLAG_LAST, FrameDecoder, frameOf, type FrameSink } from '../../shared/codec.ts';
 import { errorBody, replyBody, type FrameBody } from '../../shared/wire/frames.ts';
 import { Code } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import { assertPortableMsgpack } from '../../shared/portable-msgpack.ts';
 import { decodeRequest } from './request-body.ts';
+import { sameSecret } from './token.ts';
 
 /** Where a connection's requests go, and what it tells when it closes. */
 export interface ConnectionHost {
@@ -49,13 +49,6 @@ export const STALLED_READER_MS = 3_000;
  */
 export const PRE_AUTH_MAX_BODY_BYTES = 1024;
 const AUTH_REQUIRED = `authentication required: the first request must be {"auth": {"token": "..."}} of at most ${PRE_AUTH_MAX_BODY_BYTES} bytes`;
-
-/** Compares a presented token with the configured one in time that does not depend on where they differ. */
-function sameSecret(presented: string, expected: string): boolean {
-  const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
 
 export class Connection implements FrameSink {
   readonly id: number;

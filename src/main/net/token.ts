@@ -5,7 +5,7 @@
  * start and reused after, so that TCP is authenticated by default and a
  * local client can find the token without being told.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { ResolvedConfig } from '../../shared/config.ts';
 import { tokenFile } from '../../shared/home-files.ts';
@@ -42,4 +42,11 @@ export function readOrCreateToken(home: string, log: Logger): string {
   const token = readFileSync(path, 'utf8').trim();
   if (token === '') throw new Error(`${path} is empty; delete it and agentd makes a new token`);
   return token;
+}
+
+/** Compares a presented token with the configured one in time that does not depend on where they differ. */
+export function sameSecret(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
 }

@@ -3,7 +3,8 @@ import { VERSION } from '../../shared/version.ts';
 import type { Stats } from '../../shared/wire/ops.ts';
 import { op, type DispatchContext, type OpTable } from './op-table.ts';
 
-async function stats(ctx: DispatchContext): Promise<Stats> {
+/** What `get_stats` answers (the metrics read it too). */
+export async function collectStats(ctx: DispatchContext): Promise<Stats> {
   const active = await ctx.pool.activeConversations(null, null);
   const cluster = ctx.clusterStats();
   return {
@@ -30,5 +31,5 @@ export const adminOps: OpTable<'ping' | 'auth' | 'get_stats'> = {
   ping: op(() => ({}), { duringShutdown: true }),
   // On a transport without a token, or after authenticating, `auth` is a no-op.
   auth: op(() => ({}), { duringShutdown: true }),
-  get_stats: op(stats, { duringShutdown: true }),
+  get_stats: op(collectStats, { duringShutdown: true }),
 };

@@ -22,7 +22,7 @@ export function replayTurn(out: FrameOut, req: TurnRequest, o: TurnOutcome): voi
   } else if (req.mode === 'send') {
     out.frame(req.conn, req.req, true, sendReply(o));
   }
-  out.turnEnded(req.seq);
+  out.turnEnded(req.seq, o.stopReason);
 }
 
 /** What `send` answered (or would have) when the turn first ran. */

@@ -108,7 +108,7 @@ export class TurnReply {
     const finishedNormally = end.stop_reason !== StopReason.Cancelled && end.stop_reason !== StopReason.Error;
     const heard = finishedNormally && req.guest === null && !req.ephemeral && this.#outbox.doneWatched.has(req.agent);
     if (heard) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth, chain: req.chain });
-    this.#outbox.turnEnded(req.seq);
+    this.#outbox.turnEnded(req.seq, end.stop_reason);
     if (req.mode === 'stream') {
       this.#outbox.frame(req.conn, req.req, true, streamBody('end', end));
     } else if (req.mode === 'send') {
@@ -125,7 +125,7 @@ export class TurnReply {
 
   /** Refuses the request before it started (no `start` was sent). */
   error(code: Code, message: string): void {
-    this.#outbox.turnEnded(this.#req.seq);
+    this.#outbox.turnEnded(this.#req.seq, 'refused');
     if (this.#req.mode === 'event') return;
     this.#outbox.frame(this.#req.conn, this.#req.req, true, errorBody({ code, message }));
   }

@@ -5,7 +5,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { AgentConfig, ProviderConfig } from '../config.ts';
-import type { OnBusy, ToolChoice } from '../protocol.ts';
+import { StopReason, type OnBusy, type ToolChoice } from '../protocol.ts';
 import type { ActiveConversation } from '../wire/ops.ts';
 import type { StoreLocation } from '../store-location.ts';
 
@@ -239,8 +239,9 @@ export interface FrameBatch {
   agentEventAgents: string[];
   /** Turns that finished (not guest, not ephemeral): each publishes `agent:<name>:done`. */
   finished: TurnFinished[];
-  /** Seqs of turns that started running / sent their last reply (main tracks open turns by them). */
+  /** Seqs of turns that started running (main tracks open turns by them). */
   turnsStarted: number[];
+  /** Turns that sent their last reply, as pairs: seq, then how it ended (an index into TURN_OUTCOMES). */
   turnsEnded: number[];
 }
 
@@ -263,3 +264,12 @@ export interface ShardStopped {
 }
 
 export type FromShard = FrameBatch | ShardReady | ShardStopped;
+
+/** How a turn ended, as `turnsEnded` carries it: its stop reason, refused before it started, or lost with its shard. */
+export const TURN_OUTCOMES = [...Object.values(StopReason), 'refused', 'lost'] as const;
+export type TurnOutcomeName = (typeof TURN_OUTCOMES)[number];
+const OUTCOME_CODES = new Map<string, number>(TURN_OUTCOMES.map((o, i) => [o, i]));
+
+export function outcomeCode(outcome: TurnOutcomeName): number {
+  return OUTCOME_CODES.get(outcome)!;
+}

@@ -23,7 +23,7 @@ export const COMMAND_OPTIONS = {
   'on-busy': { type: 'string', help: '--on-busy MODE      enqueue (default), reject or interrupt when the conversation is busy' },
   agent: { type: 'string', help: '--agent A           only this agent\'s' },
   once: { type: 'boolean', help: '--once              remove the subscription when it first fires' },
-  limit: { type: 'string', help: '--limit N           most hits (1-20, default 5)' },
+  limit: { type: 'string', help: '--limit N           most results (search: 1-20, default 5; runs: 1-1000, default 100)' },
   context: { type: 'string', help: '--context N         messages shown around each hit (default 1)' },
   active: { type: 'boolean', help: '--active            only conversations held in memory now, with running/queued turns' },
   prompt: { type: 'string', help: '--prompt TEXT       the instruction sent to the model (default: a built-in one)' },
@@ -34,6 +34,9 @@ export const COMMAND_OPTIONS = {
   header: { type: 'string', multiple: true, help: '--header K=V        HTTP server: one header sent with every request (repeat)' },
   eager: { type: 'boolean', help: '--eager             connect now and at start-up, not at the first turn that needs it' },
   'no-auto-restart': { type: 'boolean', help: '--no-auto-restart   do not reconnect when the server dies' },
+  detach: { type: 'boolean', help: '--detach            the turn goes on if this connection drops (agentctl join picks it up)' },
+  status: { type: 'string', help: '--status S          only runs in this status (queued, running, waiting, done, failed, cancelled, stalled)' },
+  after: { type: 'string', help: '--after SEQ         only the frames after this seq (default 0: all)' },
 } as const;
 
 export type OptionName = keyof typeof COMMAND_OPTIONS;
@@ -56,6 +59,9 @@ export interface Flags {
   header?: string[];
   eager?: boolean;
   'no-auto-restart'?: boolean;
+  detach?: boolean;
+  status?: string;
+  after?: string;
 }
 
 /** What a command that needs no daemon (profile, completion) gets. */

@@ -25,6 +25,7 @@ import { Connection, type Body, type ReplyStream } from './connection.ts';
 import { ConnectionClosedError } from './errors.ts';
 import { QueuedIterator } from './queued-iterator.ts';
 import { checkRetryOptions, isRetryable, withRetry, type RetryOptions } from './retry.ts';
+import { rejoining } from './rejoin.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
@@ -125,12 +126,36 @@ export class AgentdClient {
 
   // ---- turns (PROTOCOL §4.1) ----
 
-  /** Streams a turn: yields its events, ending with `end`. Breaking out does not cancel the turn (use kill). */
-  async *stream(agent: string, content: string, opts: TurnOptions = {}): AsyncGenerator<W.StreamEvent> {
-    for await (const body of this.openStream('stream', { agent, content, ...opts })) {
+  /**
+   * Streams a turn: yields its events, ending with `end`. Breaking out does not cancel the turn (use kill).
+   * With `detach: true` and the `reconnect` option, a dropped connection is reopened and the run joined again from the last `seq` seen.
+   */
+  stream(agent: string, content: string, opts: TurnOptions = {}): AsyncGenerator<W.StreamEvent> {
+    const events = this.#events(this.openStream('stream', { agent, content, ...opts }));
+    return opts.detach === true && this.#opts.reconnect === true ? rejoining(events, (id, after) => this.joinRun(id, after)) : events;
+  }
+
+  async *#events(bodies: ReplyStream): AsyncGenerator<W.StreamEvent> {
+    for await (const body of bodies) {
       const ev = toStreamEvent(body);
       if (ev !== null) yield ev;
     }
+  }
+
+  // ---- runs (§4.11) ----
+
+  /** Follows a detached run: its events after `afterSeq`, then the live ones, ending with `end`. */
+  joinRun(runId: string, afterSeq = 0): AsyncGenerator<W.StreamEvent> {
+    return this.#events(this.openStream('join_run', { run_id: runId, after_seq: afterSeq }));
+  }
+
+  getRun(runId: string): Promise<W.RunInfo> {
+    return this.call('get_run', { run_id: runId });
+  }
+
+  /** Runs newest first (the reply is a list, so it is read here rather than through call()). */
+  async listRuns(filter: W.ListRunsArgs = {}): Promise<W.RunInfo[]> {
+    return (await this.request('list_runs', filter as Body)).runs as W.RunInfo[];
   }
 
   /**

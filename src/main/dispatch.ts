@@ -18,17 +18,18 @@ import { conversationOps } from './ops/conversations.ts';
 import { busOps } from './ops/bus.ts';
 import { agentOps } from './ops/agents.ts';
 import { mcpOps } from './ops/mcp.ts';
+import { runOps } from './ops/runs.ts';
 import type { LimitLog } from './limit-log.ts';
 
 export type { DispatchContext, Requester } from './ops/op-table.ts';
 
 export type Dispatch = (from: Requester, req: number, body: Record<string, unknown>) => void;
 
-const AREAS = [adminOps, turnOps, conversationOps, busOps, agentOps, mcpOps] as const;
+const AREAS = [adminOps, turnOps, conversationOps, busOps, agentOps, mcpOps, runOps] as const;
 
 /** The areas together handle every operation of the wire contract, each as the contract types it. */
 type Handled = { readonly [Op in OperationName]: OpSpec<Op> };
-const HANDLED: Handled = { ...adminOps, ...turnOps, ...conversationOps, ...busOps, ...agentOps, ...mcpOps };
+const HANDLED: Handled = { ...adminOps, ...turnOps, ...conversationOps, ...busOps, ...agentOps, ...mcpOps, ...runOps };
 
 /** Every operation dispatch serves, by name. */
 export function operationNames(): string[] {

@@ -174,6 +174,7 @@ const FILE_SCHEMA = z
     max_chain_turns: atLeast(1),
     max_queued_turns: atLeast(1),
     wal_max_bytes: atLeast(1),
+    run_retention_ms: atLeast(1),
     cluster: z.custom<Record<string, unknown>>(isPlainMap, { error: 'must be an object {nats, node, name, partitions, lease_ms}' }),
   })
   .partial();

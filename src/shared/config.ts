@@ -159,6 +159,8 @@ export interface ResolvedConfig {
   maxQueuedTurns: number;
   /** The WAL is checkpointed with TRUNCATE (under the shards' write lock) before it reaches this size. */
   walMaxBytes: number;
+  /** How long an ended run can still be read (get_run) and joined (join_run). */
+  runRetentionMs: number;
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
@@ -190,6 +192,7 @@ export const DEFAULTS = {
   maxChainTurns: 1_000,
   maxQueuedTurns: 1_000,
   walMaxBytes: 64 * 1024 * 1024,
+  runRetentionMs: 600_000,
 } as const;
 
 const AGENT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;

@@ -70,7 +70,7 @@ describe('dispatch', () => {
       [
         {
           type: 'turn', conn: 42, req: 7, mode: 'stream', agent: 'assistant', sender: 'user', content: 'hi',
-          guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0, seq: 0, turnId: null, chain: 0,
+          guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0, seq: 0, turnId: null, chain: 0, detach: false,
         },
         'stream',
       ],
@@ -110,7 +110,7 @@ describe('dispatch', () => {
   it('lists every operation it serves, once each', () => {
     const names = operationNames();
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(32);
-    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats']) expect(names).toContain(n);
+    expect(names.length).toBe(35);
+    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'get_run', 'list_runs', 'join_run']) expect(names).toContain(n);
   });
 });

@@ -9,8 +9,9 @@ import { daemonCommands } from './daemon.ts';
 import { mcpCommands } from './mcps.ts';
 import { profileCommands } from './profile.ts';
 import { turnCommands } from './turns.ts';
+import { runCommands } from './runs.ts';
 
-export const COMMANDS: readonly Command[] = [...turnCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...daemonCommands, ...profileCommands, completion];
+export const COMMANDS: readonly Command[] = [...turnCommands, ...runCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...daemonCommands, ...profileCommands, completion];
 
 /** Groups whose bare name runs their `list` command. */
 export const GROUPS: readonly string[] = ['agents', 'models', 'skills', 'profile'];

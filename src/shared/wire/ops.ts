@@ -12,6 +12,7 @@ import type { BusOperations } from './bus.ts';
 import type { AgentOperations } from './agents.ts';
 import type { AdminOperations } from './admin.ts';
 import type { McpOperations } from './mcp.ts';
+import type { RunOperations } from './runs.ts';
 
 // Each area declares its own types and operations; this module is the one
 // door the client, main and the shards import them through.
@@ -22,9 +23,10 @@ export type * from './bus.ts';
 export type * from './agents.ts';
 export type * from './admin.ts';
 export type * from './mcp.ts';
+export type * from './runs.ts';
 
 /** Every operation: its argument map, its reply variant and the variant's value. */
-export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations {}
+export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, RunOperations {}
 
 export type OperationName = keyof Operations;
 export type ArgsOf<Op extends OperationName> = Operations[Op]['args'];
@@ -64,6 +66,9 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   delete_mcp: 'pong',
   reconnect_mcp: 'pong',
   subscribe_mcp_events: 'mcp_event',
+  get_run: 'run',
+  list_runs: 'runs',
+  join_run: 'stream',
 };
 
 export const OPERATIONS = Object.keys(REPLY_VARIANT) as OperationName[];

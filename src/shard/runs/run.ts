@@ -1,0 +1,90 @@
+/**
+ * One run: a turn from the moment it is queued until `run_retention_ms`
+ * after its end. Its shard numbers its frames (`seq`), keeps them when the
+ * run is detached (KeptFrames) and sends them to the clients that joined it.
+ */
+import { StopReason } from '../../shared/protocol.ts';
+import type { PendingApproval, RunInfo, RunStatus } from '../../shared/wire/runs.ts';
+import { KeptFrames } from './kept-frames.ts';
+
+/** A join_run request following the run live. */
+export interface Joiner {
+  conn: number;
+  req: number;
+}
+
+/** Where a run reports its end (its RunTable). */
+export interface RunEnds {
+  ended(run: Run): void;
+}
+
+const STATUS_OF: Record<StopReason, RunStatus> = {
+  [StopReason.Text]: 'done',
+  [StopReason.NoAction]: 'done',
+  [StopReason.MaxIterations]: 'done',
+  [StopReason.Error]: 'failed',
+  [StopReason.Cancelled]: 'cancelled',
+  [StopReason.Stalled]: 'stalled',
+};
+
+export class Run {
+  readonly id: string;
+  readonly agent: string;
+  readonly sender: string;
+  readonly detached: boolean;
+  readonly createdAt = Date.now();
+  status: RunStatus = 'queued';
+  endedAt = 0;
+  stopReason: StopReason | null = null;
+  error = '';
+  /** The seq of the last frame sent. */
+  seq = 0;
+  /** A detached run's frames, for join_run; null for the others (nothing is kept). */
+  readonly kept: KeptFrames | null;
+  /** Clients following the run live (join_run), null while none. */
+  joiners: Joiner[] | null = null;
+  readonly pending: PendingApproval[] = [];
+  readonly #ends: RunEnds;
+
+  constructor(id: string, agent: string, sender: string, detached: boolean, ends: RunEnds) {
+    this.id = id;
+    this.agent = agent;
+    this.sender = sender;
+    this.detached = detached;
+    this.kept = detached ? new KeptFrames() : null;
+    this.#ends = ends;
+  }
+
+  get ended(): boolean {
+    return this.endedAt !== 0;
+  }
+
+  /** Its end frame went out: what a later get_run says. */
+  end(stopReason: StopReason, error: string): void {
+    if (this.ended) return;
+    this.stopReason = stopReason;
+    this.error = error;
+    this.status = STATUS_OF[stopReason];
+    this.endedAt = Date.now();
+    this.joiners = null;
+    this.#ends.ended(this);
+  }
+
+  info(): RunInfo {
+    const info: RunInfo = {
+      run_id: this.id,
+      agent: this.agent,
+      sender: this.sender,
+      status: this.status,
+      detached: this.detached,
+      created_at: new Date(this.createdAt).toISOString(),
+      pending_approvals: [...this.pending],
+    };
+    if (this.ended) {
+      info.ended_at = new Date(this.endedAt).toISOString();
+      info.stop_reason = this.stopReason!;
+      info.error = this.error;
+    }
+    return info;
+  }
+}

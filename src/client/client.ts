@@ -149,6 +149,11 @@ export class AgentdClient {
     return this.#events(this.openStream('join_run', { run_id: runId, after_seq: afterSeq }));
   }
 
+  /** Adds a user message to the pair's running turn at its next boundary; resolves with the run's id (409 when none runs). */
+  async steer(agent: string, content: string, sender?: string): Promise<string> {
+    return (await this.call('steer', withSender({ agent, content }, sender))).run_id;
+  }
+
   getRun(runId: string): Promise<W.RunInfo> {
     return this.call('get_run', { run_id: runId });
   }

@@ -199,6 +199,8 @@ export class JobRunner {
         return reply.endEmpty(answering, StopReason.Error, `loading tools failed: ${(err as Error).message}`, config.model);
       }
     }
+    const steering = reply.run;
+    steering?.openSteering();
     const result = await runAgentLoop({
       agent: answering,
       sender: req.sender,
@@ -210,6 +212,7 @@ export class JobRunner {
       toolChoice: req.toolChoice,
       cancel,
       emit: reply.event,
+      steering,
     });
     let { stopReason, error } = result;
     if (stopReason === StopReason.Error) this.#o.log.warn({ agent: answering, sender: req.sender, model: config.model, provider: config.provider, error }, 'turn ended with an error');

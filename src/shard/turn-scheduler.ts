@@ -8,7 +8,7 @@
  */
 import { DEFAULTS, type AgentConfig } from '../shared/config.ts';
 import { Code } from '../shared/errors.ts';
-import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads/shard-messages.ts';
+import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, SteerRequest, ToShard, TurnRequest } from '../shared/threads/shard-messages.ts';
 import { RunTable } from './runs/run-table.ts';
 import type { Logger } from '../shared/log.ts';
 import type { HistoryMessage } from '../shared/wire/ops.ts';
@@ -95,6 +95,8 @@ export class TurnScheduler {
         return this.#forPair(msg, false);
       case 'conn_closed':
         return this.#connClosed(msg);
+      case 'steer':
+        return this.#steer(msg);
       case 'get_run':
       case 'join_run':
         return this.#runs.handle(msg);
@@ -208,6 +210,16 @@ export class TurnScheduler {
     if (req.turnId !== null && !req.ephemeral && this.#store !== null) req.detach = true;
     reply.attach(this.#runs.open(req.agent, req.sender, req.detach));
     this.#runner.enqueue({ kind: 'turn', req, cancel: new Cancellation(), conv, reply });
+  }
+
+  /** Hands the message to the pair's running turn, for its next boundary; 409 when no turn runs (a queued one is not running). */
+  #steer(msg: SteerRequest): void {
+    const running = this.#table.find(msg.agent, msg.sender)?.running;
+    const run = running?.kind === 'turn' ? running.reply.run : null;
+    if (run == null || !run.steer(msg.content)) {
+      return errorTo(this.#outbox, msg, Code.Conflict, `no turn is running for agent "${msg.agent}" and sender "${msg.sender}" to steer`);
+    }
+    replyTo(this.#outbox, msg, 'steer', { run_id: run.id });
   }
 
   #compact(req: CompactRequest, conv: Conversation | null): void {

@@ -1,7 +1,7 @@
 /** Runs: list them, show one, follow one again (PROTOCOL §4.11). */
 import { RUN_STATUSES, type RunInfo, type RunStatus } from '../../shared/wire/runs.ts';
 import { turnFailure } from '../failure.ts';
-import { type Command, type Context, parseUint, UsageError } from '../command.ts';
+import { type Command, type Context, parseUint, restText, senderOf, UsageError } from '../command.ts';
 import { TurnPrinter } from './turns.ts';
 
 function statusOf(value: string | undefined): { status?: RunStatus } {
@@ -70,4 +70,19 @@ const join: Command = {
   },
 };
 
-export const runCommands: Command[] = [runs, run, join];
+const steer: Command = {
+  name: 'steer',
+  usage: 'AGENT TEXT...',
+  summary: 'add a message to the conversation\'s running turn, seen by the model at its next step',
+  details: 'The turn takes it after the tool calls in flight finish, before its next model call. Exits 1 (409) when no turn is running.',
+  example: 'agentctl steer assistant "use the staging database instead" --sender alice',
+  options: ['sender'],
+  arity: [2, Infinity],
+  async run({ client, args, flags, json, out }: Context) {
+    const runId = await client.steer(args[0]!, restText(args, 1), senderOf(flags).sender);
+    if (json) out.json({ run_id: runId });
+    else out.line(`steered run ${runId}`);
+  },
+};
+
+export const runCommands: Command[] = [runs, run, join, steer];

@@ -5,7 +5,7 @@ import { RUN_STATUSES } from '../../shared/wire/runs.ts';
 import { commonView, type OpArgs } from './op-args.ts';
 import { op, ROUTED, type OpTable } from './op-table.ts';
 
-type RunOp = 'get_run' | 'join_run' | 'list_runs';
+type RunOp = 'get_run' | 'join_run' | 'list_runs' | 'steer';
 
 /** list_runs answers at most this many runs, and this many when `limit` is absent. */
 export const MAX_LIST_RUNS = 1000;
@@ -29,6 +29,13 @@ export const runOps: OpTable<RunOp> = {
     const { id, hash } = runId(commonView<'get_run' | 'join_run'>(args));
     const afterSeq = args.optUint('after_seq') ?? 0;
     ctx.pool.requestForRun({ type: 'join_run', conn: from.id, req, runId: id, afterSeq }, hash, 'stream');
+    return ROUTED;
+  }),
+  steer: op((ctx, from, req, args) => {
+    const agent = args.knownAgent(ctx.agents, 'agent');
+    const sender = args.writingSender('sender', ctx.defaultSender);
+    const content = args.str('content');
+    ctx.pool.requestFor({ type: 'steer', conn: from.id, req, agent, sender, content }, 'rr');
     return ROUTED;
   }),
   list_runs: op(async (ctx, _from, _req, args) => {

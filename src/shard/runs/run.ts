@@ -27,7 +27,15 @@ const STATUS_OF: Record<StopReason, RunStatus> = {
   [StopReason.Stalled]: 'stalled',
 };
 
-export class Run {
+/** What the agent loop takes steered messages from (agent-loop.ts). */
+export interface Steering {
+  /** The messages steered in since the last take, or null. */
+  take(): string[] | null;
+  /** No more are taken (the loop ends): the ones still waiting, or null. */
+  close(): string[] | null;
+}
+
+export class Run implements Steering {
   readonly id: string;
   readonly agent: string;
   readonly sender: string;
@@ -44,6 +52,10 @@ export class Run {
   /** Clients following the run live (join_run), null while none. */
   joiners: Joiner[] | null = null;
   readonly pending: PendingApproval[] = [];
+  /** Steered messages waiting for the loop's next boundary. */
+  #steers: string[] | null = null;
+  /** False before the run starts and once its loop ended: a steer then gets 409. */
+  #steerable = false;
   readonly #ends: RunEnds;
 
   constructor(id: string, agent: string, sender: string, detached: boolean, ends: RunEnds) {
@@ -57,6 +69,29 @@ export class Run {
 
   get ended(): boolean {
     return this.endedAt !== 0;
+  }
+
+  /** The agent loop begins: steers are taken from now on. */
+  openSteering(): void {
+    this.#steerable = true;
+  }
+
+  /** Queues a steered message for the next boundary; false when the run's loop takes none (not started, or done). */
+  steer(content: string): boolean {
+    if (!this.#steerable) return false;
+    (this.#steers ??= []).push(content);
+    return true;
+  }
+
+  take(): string[] | null {
+    const s = this.#steers;
+    this.#steers = null;
+    return s;
+  }
+
+  close(): string[] | null {
+    this.#steerable = false;
+    return this.take();
   }
 
   /** Its end frame went out: what a later get_run says. */

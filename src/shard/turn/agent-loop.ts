@@ -10,6 +10,7 @@ import { runTools, type ToolResult, type ToolSet } from '../tools/tools.ts';
 import { GENERIC_REDACTOR } from '../../shared/redact.ts';
 import type { Cancellation } from './cancellation.ts';
 import { TextAccumulator } from './text-accumulator.ts';
+import type { Steering } from '../runs/run.ts';
 
 export type Emit = (event: string, body: Record<string, unknown>) => void;
 
@@ -27,6 +28,8 @@ export interface LoopInput {
   toolChoice: ToolChoice | null;
   cancel: Cancellation;
   emit: Emit;
+  /** Where `steer`ed messages wait for the next boundary (before a model call); null: none are taken. */
+  steering: Steering | null;
 }
 
 export interface LoopResult {
@@ -124,11 +127,23 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
     if (toolCalls !== undefined) m.tool_calls = toolCalls;
     return m;
   };
-  const result = (stopReason: StopReason, error = ''): LoopResult => ({ stopReason, error, usage, finalText, produced });
+  /** Steered messages join the turn where the model will see them next; `emit` tells the stream. */
+  const steered = (contents: string[] | null | undefined): void => {
+    for (const content of contents ?? []) {
+      produced.push({ role: 'user', content });
+      emit('steered', { content });
+    }
+  };
+  // Messages steered in after the last boundary are stored after what the turn produced: accepted, never dropped.
+  const result = (stopReason: StopReason, error = ''): LoopResult => {
+    steered(input.steering?.close());
+    return { stopReason, error, usage, finalText, produced };
+  };
 
   try {
     for (let iteration = 0; iteration < input.config.max_iterations; iteration++) {
       cancel.throwIfAborted();
+      steered(input.steering?.take());
       stepText.clear();
       const calls = await streamStep(input, produced, segments, stepText, usage);
       if (!stepText.empty) finalText = stepText.text();
@@ -136,6 +151,13 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       if (calls.length === 0) {
         if (!stepText.empty) produced.push(assistant(stepText.text()));
         stepText.clear();
+        // A message steered in while the model answered gets an answer too, while steps are left.
+        const more = input.steering?.take();
+        if (more != null && iteration + 1 < input.config.max_iterations) {
+          steered(more);
+          continue;
+        }
+        steered(more);
         return result(finalText === '' ? StopReason.NoAction : StopReason.Text);
       }
 

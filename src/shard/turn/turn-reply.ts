@@ -32,6 +32,7 @@ const KIND: Record<string, AgentEventKind | undefined> = {
   tool_start: 'tool_start',
   tool_result: 'tool_result',
   tools_complete: 'tools_complete',
+  steered: 'steered',
 };
 
 type Body = Record<string, unknown>;
@@ -135,6 +136,7 @@ export class TurnReply {
       ev.tool_is_error = body.is_error as boolean;
     }
     if (req.correlationId !== null) ev.correlation_id = req.correlationId;
+    if (kind === 'steered' && this.#run !== null) ev.run_id = this.#run.id;
     this.#outbox.agentEvent(this.#agent, agentEventBody(ev));
   }
 

@@ -96,6 +96,16 @@ export interface TurnRequest {
   detach: boolean;
 }
 
+/** `steer`: a user message for the pair's running turn, taken at its next boundary. */
+export interface SteerRequest {
+  type: 'steer';
+  conn: number;
+  req: number;
+  agent: string;
+  sender: string;
+  content: string;
+}
+
 /** `get_run` and `join_run`: answered by the shard the run id names. */
 export interface RunRequest {
   type: 'get_run' | 'join_run';
@@ -233,7 +243,7 @@ export interface StopRequest {
   type: 'stop';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery | SteerRequest;
 
 export type { ActiveConversation };
 

@@ -5,7 +5,8 @@ export type AgentEventKind =
   | 'text_start' | 'text_delta' | 'text_end'
   | 'thinking_start' | 'thinking_delta' | 'thinking_end'
   | 'tool_start' | 'tool_result' | 'tools_complete'
-  | 'done' | 'lagged' | 'chain_cut';
+  | 'done' | 'lagged' | 'chain_cut'
+  | 'steered';
 
 /** One event of the agent event stream (`subscribe_events`). */
 export interface AgentEvent {
@@ -19,6 +20,8 @@ export interface AgentEvent {
   tool_is_error?: boolean;
   ephemeral: boolean;
   correlation_id?: number;
+  /** On run status changes (`steered`): the run. */
+  run_id?: string;
 }
 
 export interface SubscribeEventsArgs {

@@ -69,6 +69,7 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   get_run: 'run',
   list_runs: 'runs',
   join_run: 'stream',
+  steer: 'steered',
 };
 
 export const OPERATIONS = Object.keys(REPLY_VARIANT) as OperationName[];

@@ -44,8 +44,19 @@ export interface JoinRunArgs {
   after_seq?: number;
 }
 
+export interface SteerArgs {
+  agent: string;
+  sender?: string;
+  content: string;
+}
+
+export interface SteerReply {
+  run_id: string;
+}
+
 export interface RunOperations {
   get_run: { args: GetRunArgs; variant: 'run'; reply: RunInfo };
+  steer: { args: SteerArgs; variant: 'steered'; reply: SteerReply };
   list_runs: { args: ListRunsArgs; variant: 'runs'; reply: RunInfo[] };
   join_run: { args: JoinRunArgs; variant: 'stream'; reply: Partial<StreamEventBodies> };
 }

@@ -47,6 +47,8 @@ export interface StreamEventBodies {
   tool_start: { calls: ToolCall[] };
   tool_result: { call_id: string; output: string; duration_ms: number; is_error: boolean };
   tools_complete: Empty;
+  /** A message `steer` added to the running turn, where the model sees it. */
+  steered: { content: string };
   end: EndEvent;
 }
 

@@ -154,11 +154,16 @@ export class AgentdClient {
     return (await this.call('steer', withSender({ agent, content }, sender))).run_id;
   }
 
+  /** Lets a waiting tool call run (`approve`), or denies it: the model then gets an error result carrying `reason`. */
+  async approveTool(runId: string, callId: string, approve: boolean, reason?: string): Promise<void> {
+    await this.call('approve_tool', { run_id: runId, call_id: callId, approve, ...(reason === undefined ? {} : { reason }) });
+  }
+
   getRun(runId: string): Promise<W.RunInfo> {
     return this.call('get_run', { run_id: runId });
   }
 
-  /** Runs newest first (the reply is a list, so it is read here rather than through call()). */
+  /** Runs newest first (a list reply, so read here, not through call()). */
   async listRuns(filter: W.ListRunsArgs = {}): Promise<W.RunInfo[]> {
     return (await this.request('list_runs', filter as Body)).runs as W.RunInfo[];
   }

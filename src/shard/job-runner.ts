@@ -213,6 +213,7 @@ export class JobRunner {
       cancel,
       emit: reply.event,
       steering,
+      approver: steering,
     });
     let { stopReason, error } = result;
     if (stopReason === StopReason.Error) this.#o.log.warn({ agent: answering, sender: req.sender, model: config.model, provider: config.provider, error }, 'turn ended with an error');

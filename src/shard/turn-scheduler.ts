@@ -99,6 +99,7 @@ export class TurnScheduler {
         return this.#steer(msg);
       case 'get_run':
       case 'join_run':
+      case 'approve_tool':
         return this.#runs.handle(msg);
       case 'list_runs':
         return this.#outbox.runList({ id: msg.id, runs: this.#runs.list(msg) });

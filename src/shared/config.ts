@@ -72,6 +72,10 @@ export interface AgentConfig {
    * `agent` all of the agent's senders (memory shared across counterparties).
    */
   session_search: SessionSearchScope;
+  /** Tools whose calls wait for `approve_tool` before they run: names, or ["*"] for every tool. */
+  approve_tools: string[];
+  /** A call waiting for approval longer than this is denied ("approval timed out"). */
+  approval_timeout_ms: number;
 }
 
 export const SESSION_SEARCH_SCOPES = ['sender', 'agent'] as const;
@@ -95,6 +99,7 @@ export const AGENT_DEFAULTS = {
   description: '',
   max_iterations: 16,
   tool_timeout_ms: 60_000,
+  approval_timeout_ms: 600_000,
 } as const;
 
 /** The longest harness tool time limit: one hour (and well inside a timer's 2^31 ms). */

@@ -85,4 +85,31 @@ const steer: Command = {
   },
 };
 
-export const runCommands: Command[] = [runs, run, join, steer];
+const approve: Command = {
+  name: 'approve',
+  usage: 'RUN_ID CALL_ID',
+  summary: 'let a tool call a run waits on run (agentctl run RUN_ID lists them)',
+  example: 'agentctl approve r5f1c2a9e-1x8k2q4-3 call_1_1',
+  arity: [2, 2],
+  async run({ client, args, json, out }: Context) {
+    await client.approveTool(args[0]!, args[1]!, true);
+    if (json) out.json({});
+    else out.line(`approved ${args[1]} of run ${args[0]}`);
+  },
+};
+
+const deny: Command = {
+  name: 'deny',
+  usage: 'RUN_ID CALL_ID [REASON...]',
+  summary: 'refuse a tool call a run waits on: the model gets an error result with the reason',
+  example: 'agentctl deny r5f1c2a9e-1x8k2q4-3 call_1_1 "not on production"',
+  arity: [2, Infinity],
+  async run({ client, args, json, out }: Context) {
+    const reason = restText(args, 2);
+    await client.approveTool(args[0]!, args[1]!, false, reason === '' ? undefined : reason);
+    if (json) out.json({});
+    else out.line(`denied ${args[1]} of run ${args[0]}`);
+  },
+};
+
+export const runCommands: Command[] = [runs, run, join, steer, approve, deny];

@@ -54,7 +54,11 @@ export class RunTable implements RunEnds {
     const run = this.get(msg.runId);
     if (run === undefined) return errorTo(this.#out, msg, Code.NotFound, `no run "${msg.runId}" (unknown, or ended more than run_retention_ms ago)`);
     if (msg.type === 'get_run') return replyTo(this.#out, msg, 'get_run', run.info());
-    this.#join(run, msg);
+    if (msg.type === 'join_run') return this.#join(run, msg);
+    if (!run.approve(msg.callId!, msg.approve!, msg.reason ?? null)) {
+      return errorTo(this.#out, msg, Code.Conflict, `run "${run.id}" is not waiting for an approval of call "${msg.callId}"`);
+    }
+    replyTo(this.#out, msg, 'approve_tool', {});
   }
 
   /** This shard's runs matching the query, newest first, at most `limit`. */

@@ -3,7 +3,8 @@
  * after its end. Its shard numbers its frames (`seq`), keeps them when the
  * run is detached (KeptFrames) and sends them to the clients that joined it.
  */
-import { StopReason } from '../../shared/protocol.ts';
+import { StopReason, type ToolCall } from '../../shared/protocol.ts';
+import type { Cancellation } from '../turn/cancellation.ts';
 import type { PendingApproval, RunInfo, RunStatus } from '../../shared/wire/runs.ts';
 import { KeptFrames } from './kept-frames.ts';
 
@@ -35,7 +36,12 @@ export interface Steering {
   close(): string[] | null;
 }
 
-export class Run implements Steering {
+/** What the agent loop asks before a gated tool call runs: null to run it, else the error result the model gets. */
+export interface Approver {
+  decide(call: ToolCall, timeoutMs: number, cancel: Cancellation): Promise<string | null>;
+}
+
+export class Run implements Steering, Approver {
   readonly id: string;
   readonly agent: string;
   readonly sender: string;
@@ -52,6 +58,8 @@ export class Run implements Steering {
   /** Clients following the run live (join_run), null while none. */
   joiners: Joiner[] | null = null;
   readonly pending: PendingApproval[] = [];
+  /** How each pending approval is settled, by call id. */
+  readonly #decisions = new Map<string, (denial: string | null) => void>();
   /** Steered messages waiting for the loop's next boundary. */
   #steers: string[] | null = null;
   /** False before the run starts and once its loop ended: a steer then gets 409. */
@@ -92,6 +100,35 @@ export class Run implements Steering {
   close(): string[] | null {
     this.#steerable = false;
     return this.take();
+  }
+
+  /** Holds the call until approve() settles it, it times out, or the run is cancelled; the run is `waiting` meanwhile. */
+  decide(call: ToolCall, timeoutMs: number, cancel: Cancellation): Promise<string | null> {
+    return new Promise((resolve) => {
+      const entry: PendingApproval = { call_id: call.id, tool: call.name, arguments: call.arguments };
+      const settle = (denial: string | null): void => {
+        clearTimeout(timer);
+        cancel.signal.removeEventListener('abort', onAbort);
+        this.#decisions.delete(call.id);
+        this.pending.splice(this.pending.indexOf(entry), 1);
+        if (this.pending.length === 0 && !this.ended) this.status = 'running';
+        resolve(denial);
+      };
+      const timer = setTimeout(() => settle('approval timed out'), timeoutMs);
+      const onAbort = (): void => settle('cancelled while waiting for approval');
+      cancel.signal.addEventListener('abort', onAbort, { once: true });
+      this.#decisions.set(call.id, settle);
+      this.pending.push(entry);
+      this.status = 'waiting';
+    });
+  }
+
+  /** Settles a pending call: true when the run was waiting on it. */
+  approve(callId: string, approve: boolean, reason: string | null): boolean {
+    const settle = this.#decisions.get(callId);
+    if (settle === undefined) return false;
+    settle(approve ? null : reason === null ? 'denied' : `denied: ${reason}`);
+    return true;
   }
 
   /** Its end frame went out: what a later get_run says. */

@@ -6,11 +6,11 @@
 import { StopReason, zeroUsage, type ToolCall, type ToolChoice, type Usage } from '../../shared/protocol.ts';
 import type { AgentConfig } from '../../shared/config.ts';
 import type { Message, Model } from '../../models/types.ts';
-import { runTools, type ToolResult, type ToolSet } from '../tools/tools.ts';
+import { runTools, type ToolGate, type ToolResult, type ToolSet } from '../tools/tools.ts';
 import { GENERIC_REDACTOR } from '../../shared/redact.ts';
 import type { Cancellation } from './cancellation.ts';
 import { TextAccumulator } from './text-accumulator.ts';
-import type { Steering } from '../runs/run.ts';
+import type { Approver, Steering } from '../runs/run.ts';
 
 export type Emit = (event: string, body: Record<string, unknown>) => void;
 
@@ -30,6 +30,8 @@ export interface LoopInput {
   emit: Emit;
   /** Where `steer`ed messages wait for the next boundary (before a model call); null: none are taken. */
   steering: Steering | null;
+  /** Decides the calls of tools the agent's `approve_tools` names; null: none wait. */
+  approver: Approver | null;
 }
 
 export interface LoopResult {
@@ -110,6 +112,19 @@ async function streamStep(input: LoopInput, produced: readonly Message[], segmen
   return calls;
 }
 
+/** Holds each call of a tool in `approve_tools` for its approval, announcing it on the stream; null when no call waits. */
+function approvalGate(input: LoopInput): ToolGate | null {
+  const { approver, config, cancel, emit } = input;
+  const gated = config.approve_tools;
+  if (approver === null || gated.length === 0) return null;
+  const all = gated.includes('*');
+  return (call) => {
+    if (!all && !gated.includes(call.name)) return null;
+    emit('approval_required', { call_id: call.id, tool: call.name, arguments: call.arguments });
+    return approver.decide(call, config.approval_timeout_ms, cancel);
+  };
+}
+
 export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   const { agent, cancel, emit } = input;
   // The model already yields redacted text; tool output and errors are redacted here.
@@ -117,6 +132,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   const produced: Message[] = [];
   const usage = zeroUsage();
   const segments = new Segments(agent, emit);
+  const gate = approvalGate(input);
   let finalText = '';
   // Text of the step in progress: kept on cancel, as streamed text is never taken back.
   const stepText = new TextAccumulator();
@@ -164,7 +180,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       emit('tool_start', { calls });
       const onResult = (r: ToolResult): void =>
         emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error });
-      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, onResult, redactor);
+      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, onResult, redactor, gate);
       emit('tools_complete', {});
       // A tool call enters the history only together with its result.
       produced.push(assistant(stepText.text(), calls));

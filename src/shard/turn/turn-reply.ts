@@ -33,6 +33,7 @@ const KIND: Record<string, AgentEventKind | undefined> = {
   tool_result: 'tool_result',
   tools_complete: 'tools_complete',
   steered: 'steered',
+  approval_required: 'waiting',
 };
 
 type Body = Record<string, unknown>;
@@ -136,7 +137,8 @@ export class TurnReply {
       ev.tool_is_error = body.is_error as boolean;
     }
     if (req.correlationId !== null) ev.correlation_id = req.correlationId;
-    if (kind === 'steered' && this.#run !== null) ev.run_id = this.#run.id;
+    if (kind === 'waiting') ev.tool_calls = [{ id: body.call_id as string, name: body.tool as string, arguments: body.arguments as string }];
+    if ((kind === 'steered' || kind === 'waiting') && this.#run !== null) ev.run_id = this.#run.id;
     this.#outbox.agentEvent(this.#agent, agentEventBody(ev));
   }
 

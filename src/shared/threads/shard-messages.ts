@@ -106,13 +106,17 @@ export interface SteerRequest {
   content: string;
 }
 
-/** `get_run` and `join_run`: answered by the shard the run id names. */
+/** `get_run`, `join_run` and `approve_tool`: answered by the shard the run id names. */
 export interface RunRequest {
-  type: 'get_run' | 'join_run';
+  type: 'get_run' | 'join_run' | 'approve_tool';
   conn: number;
   req: number;
   runId: string;
   afterSeq: number;
+  /** approve_tool only: the call, the decision, and the reason of a denial. */
+  callId?: string;
+  approve?: boolean;
+  reason?: string | null;
 }
 
 /** `list_runs`: every shard answers with its matching runs (a RunList of the same id). */

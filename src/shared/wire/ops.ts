@@ -70,6 +70,7 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   list_runs: 'runs',
   join_run: 'stream',
   steer: 'steered',
+  approve_tool: 'pong',
 };
 
 export const OPERATIONS = Object.keys(REPLY_VARIANT) as OperationName[];

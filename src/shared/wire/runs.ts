@@ -1,5 +1,6 @@
 /** The wire contract of runs (PROTOCOL §4.11): get_run, list_runs, join_run. */
 import type { StopReason } from '../protocol.ts';
+import type { Empty } from './common.ts';
 import type { StreamEventBodies } from './turns.ts';
 
 /** A run's state: queued behind the pair's earlier jobs, running, waiting for a tool approval, or ended one of four ways. */
@@ -54,7 +55,16 @@ export interface SteerReply {
   run_id: string;
 }
 
+export interface ApproveToolArgs {
+  run_id: string;
+  call_id: string;
+  approve: boolean;
+  /** Why it was denied: the model gets it in the call's error result. */
+  reason?: string;
+}
+
 export interface RunOperations {
+  approve_tool: { args: ApproveToolArgs; variant: 'pong'; reply: Empty };
   get_run: { args: GetRunArgs; variant: 'run'; reply: RunInfo };
   steer: { args: SteerArgs; variant: 'steered'; reply: SteerReply };
   list_runs: { args: ListRunsArgs; variant: 'runs'; reply: RunInfo[] };

@@ -49,6 +49,8 @@ export interface StreamEventBodies {
   tools_complete: Empty;
   /** A message `steer` added to the running turn, where the model sees it. */
   steered: { content: string };
+  /** The model called a tool the agent's `approve_tools` names: it waits for `approve_tool`. */
+  approval_required: { call_id: string; tool: string; arguments: string };
   end: EndEvent;
 }
 

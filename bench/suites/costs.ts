@@ -40,7 +40,7 @@ async function shardTurnUs(n: number): Promise<number> {
   });
   const turn = (i: number): TurnRequest => ({
     type: 'turn', conn: 1, req: i, mode: 'stream', agent: 'assistant', sender: `s${Math.floor(i / 100)}`, content: 'hello',
-    guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0, seq: i + 1, turnId: null, chain: 0,
+    guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0, seq: i + 1, turnId: null, chain: 0, detach: false,
   });
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {

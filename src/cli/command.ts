@@ -23,7 +23,7 @@ export const COMMAND_OPTIONS = {
   'on-busy': { type: 'string', help: '--on-busy MODE      enqueue (default), reject or interrupt when the conversation is busy' },
   agent: { type: 'string', help: '--agent A           only this agent\'s' },
   once: { type: 'boolean', help: '--once              remove the subscription when it first fires' },
-  limit: { type: 'string', help: '--limit N           most hits (1-20, default 5)' },
+  limit: { type: 'string', help: '--limit N           most results (search: 1-20, default 5; runs: 1-1000, default 100)' },
   context: { type: 'string', help: '--context N         messages shown around each hit (default 1)' },
   active: { type: 'boolean', help: '--active            only conversations held in memory now, with running/queued turns' },
   prompt: { type: 'string', help: '--prompt TEXT       the instruction sent to the model (default: a built-in one)' },
@@ -43,7 +43,9 @@ export const COMMAND_OPTIONS = {
   agents: { type: 'string', help: '--agents A,A        only these agents\' events (default: every agent)' },
   'secret-env': { type: 'string', help: '--secret-env VAR    the environment variable holding the signing secret (kept off the command line)' },
   'max-attempts': { type: 'string', help: '--max-attempts N    attempts per delivery (1-100, default 8)' },
-  status: { type: 'string', help: '--status S          only pending, delivered or failed deliveries' },
+  status: { type: 'string', help: '--status S          runs in this status (queued, running, waiting, done, failed, cancelled, stalled); webhook deliveries: pending, delivered or failed' },
+  detach: { type: 'boolean', help: '--detach            the turn goes on if this connection drops (agentctl join picks it up)' },
+  after: { type: 'string', help: '--after SEQ         only the frames after this seq (default 0: all)' },
 } as const;
 
 export type OptionName = keyof typeof COMMAND_OPTIONS;
@@ -76,6 +78,8 @@ export interface Flags {
   'secret-env'?: string;
   'max-attempts'?: string;
   status?: string;
+  detach?: boolean;
+  after?: string;
 }
 
 /** What a command that needs no daemon (profile, completion) gets. */

@@ -25,6 +25,9 @@ import { Connection, type Body, type ReplyStream } from './connection.ts';
 import { ConnectionClosedError } from './errors.ts';
 import { QueuedIterator } from './queued-iterator.ts';
 import { checkRetryOptions, isRetryable, withRetry, type RetryOptions } from './retry.ts';
+import { rejoining } from './rejoin.ts';
+import { scheduleMethods, type ScheduleMethods } from './schedule-methods.ts';
+import { runMethods, type RunMethods } from './run-methods.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
@@ -47,6 +50,9 @@ function closeOn(id: number, conn: Connection): void {
 function withSender<T extends object>(args: T, sender: string | undefined): T & { sender?: string } {
   return sender === undefined ? args : { ...args, sender };
 }
+
+// Declaration merging: the methods of run-methods.ts and schedule-methods.ts, added to the prototype below, are the class's.
+export interface AgentdClient extends RunMethods, ScheduleMethods {}
 
 export class AgentdClient {
   readonly #opts: ConnectOptions;
@@ -125,12 +131,27 @@ export class AgentdClient {
 
   // ---- turns (PROTOCOL §4.1) ----
 
-  /** Streams a turn: yields its events, ending with `end`. Breaking out does not cancel the turn (use kill). */
-  async *stream(agent: string, content: string, opts: TurnOptions = {}): AsyncGenerator<W.StreamEvent> {
-    for await (const body of this.openStream('stream', { agent, content, ...opts })) {
+  /**
+   * Streams a turn: yields its events, ending with `end`. Breaking out does not cancel the turn (use kill).
+   * With `detach: true` and the `reconnect` option, a dropped connection is reopened and the run joined again from the last `seq` seen.
+   */
+  stream(agent: string, content: string, opts: TurnOptions = {}): AsyncGenerator<W.StreamEvent> {
+    const events = this.#events(this.openStream('stream', { agent, content, ...opts }));
+    return opts.detach === true && this.#opts.reconnect === true ? rejoining(events, (id, after) => this.joinRun(id, after)) : events;
+  }
+
+  async *#events(bodies: ReplyStream): AsyncGenerator<W.StreamEvent> {
+    for await (const body of bodies) {
       const ev = toStreamEvent(body);
       if (ev !== null) yield ev;
     }
+  }
+
+  // ---- runs (§4.13): joinRun here, the rest in run-methods.ts ----
+
+  /** Follows a detached run: its events after `afterSeq`, then the live ones, ending with `end`. */
+  joinRun(runId: string, afterSeq = 0): AsyncGenerator<W.StreamEvent> {
+    return this.#events(this.openStream('join_run', { run_id: runId, after_seq: afterSeq }));
   }
 
   /**
@@ -220,38 +241,7 @@ export class AgentdClient {
     return (await this.call('publish_event', { source, payload })).fired;
   }
 
-  // ---- schedules (§4.11) and outbound webhooks (§4.12) ----
-
-  /** Adds a schedule: exactly one of `cron`, `every_ms`, `at`. */
-  createSchedule(args: W.CreateScheduleArgs): Promise<W.ScheduleInfo> {
-    return this.call('create_schedule', args);
-  }
-
-  async schedules(): Promise<W.ScheduleInfo[]> {
-    return (await this.call('list_schedules', {})).schedules;
-  }
-
-  async deleteSchedule(name: string): Promise<void> {
-    await this.call('delete_schedule', { name });
-  }
-
-  /** Adds a webhook; its secret is sent once and never shown again. */
-  createWebhook(args: W.CreateWebhookArgs): Promise<W.WebhookInfo> {
-    return this.call('create_webhook', args);
-  }
-
-  async webhooks(): Promise<W.WebhookInfo[]> {
-    return (await this.call('list_webhooks', {})).webhooks;
-  }
-
-  async deleteWebhook(name: string): Promise<void> {
-    await this.call('delete_webhook', { name });
-  }
-
-  /** A webhook's deliveries, newest first (optionally only those with `status`). */
-  async webhookDeliveries(name: string, opts: { status?: W.WebhookDeliveryStatus; limit?: number } = {}): Promise<W.WebhookDelivery[]> {
-    return (await this.call('webhook_deliveries', { name, ...opts })).deliveries;
-  }
+  // ---- schedules (§4.11) and outbound webhooks (§4.12): schedule-methods.ts ----
 
   // ---- agents (§4.6) ----
 
@@ -396,3 +386,5 @@ export class AgentdClient {
     this.#resolveClosed(await this.#conn.closed());
   }
 }
+
+Object.assign(AgentdClient.prototype, runMethods, scheduleMethods);

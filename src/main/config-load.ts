@@ -106,6 +106,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     maxChainTurns: file.max_chain_turns ?? DEFAULTS.maxChainTurns,
     maxQueuedTurns: file.max_queued_turns ?? DEFAULTS.maxQueuedTurns,
     walMaxBytes: file.wal_max_bytes ?? DEFAULTS.walMaxBytes,
+    runRetentionMs: file.run_retention_ms ?? DEFAULTS.runRetentionMs,
     agents: file.agents ?? defaultAgents(),
     configFile,
     cluster,

@@ -20,6 +20,7 @@ export interface TurnFields {
   depth?: number;
   turnId?: string | null;
   chain?: number;
+  detach?: boolean;
 }
 
 export function turnRequest(f: TurnFields): TurnRequest {
@@ -40,6 +41,7 @@ export function turnRequest(f: TurnFields): TurnRequest {
     seq: 0, // the shard pool numbers it when it routes it
     turnId: f.turnId ?? null,
     chain: f.chain ?? 0,
+    detach: f.detach ?? false,
   };
   if (typeof f.content !== 'string') msg.contentBytes = f.content.bytes;
   return msg;

@@ -6,6 +6,9 @@
  *   so the chunks concatenate to the message exactly.
  * - `/call <tool> <json>` requests that tool; after the result it answers with
  *   the tool's output text.
+ * - When the newest message is a user message that came after a tool result
+ *   (a message `steer`ed into a running turn), it streams that message back,
+ *   as text (never as a `/call`).
  * - Agent option `echo: {delay_ms, cpu_us}`: an awaited, cancellable wait and
  *   a CPU burn before each chunk.
  * - Asked to compact, it answers with a deterministic summary: how many
@@ -150,9 +153,10 @@ async function burnYielding(us: number, cancel: ModelRequest['cancel'], slice: n
   return slice;
 }
 
-function lastTurnInput(messages: readonly Message[]): { toolOutputs: string[] | null; user: string } {
+function lastTurnInput(messages: readonly Message[]): { toolOutputs: string[] | null; user: string; steered?: true } {
   const outputs: string[] = [];
   let i = messages.length - 1;
+  if (messages[i]?.role === 'user' && messages[i - 1]?.role === 'tool') return { toolOutputs: null, user: messages[i]!.content, steered: true };
   while (i >= 0 && messages[i]!.role === 'tool') outputs.unshift(messages[i--]!.content);
   if (outputs.length > 0) return { toolOutputs: outputs, user: '' };
   for (; i >= 0; i--) if (messages[i]!.role === 'user') return { toolOutputs: null, user: messages[i]!.content };
@@ -170,9 +174,9 @@ export class EchoModel implements Model {
       yield* this.#summary(messages.slice(0, -1), prompt);
       return;
     }
-    const { toolOutputs, user } = lastTurnInput(messages);
+    const { toolOutputs, user, steered } = lastTurnInput(messages);
 
-    const call = toolOutputs === null ? CALL.exec(user.trim()) : null;
+    const call = toolOutputs === null && steered !== true ? CALL.exec(user.trim()) : null;
     if (call !== null) {
       cancel.throwIfAborted();
       const step = messages.filter((m) => m.role === 'assistant' && m.tool_calls !== undefined).length;

@@ -22,7 +22,6 @@ import { compactBeforeTurn, trackingContext } from './turn/auto-compaction.ts';
 import { TurnWriter } from './turn-writer.ts';
 import type { Harness } from './tools/harness.ts';
 import { markRunning } from '../shared/liveness.ts';
-import { replayTurn } from './turn/turn-replay.ts';
 
 /** Why a job was cancelled; becomes `end.error`. */
 export const CancelReason = {
@@ -89,7 +88,7 @@ export class JobRunner {
 
   /**
    * Cancels every job of a connection: the running ones end themselves, queued ones end now.
-   * A stored turn named by a turn_id runs on: its client said it would retry, and the retry replays it.
+   * A detached run goes on (`detach`, or a stored turn named by a turn_id, whose client said it would retry).
    */
   cancelConnection(conn: number, reason: string): void {
     const jobs = this.#jobsByConn.get(conn);
@@ -106,7 +105,7 @@ export class JobRunner {
   }
 
   #outlivesConnection(job: Job): boolean {
-    return job.kind === 'turn' && job.req.turnId !== null && !job.conv.transient && this.#o.store !== null;
+    return job.kind === 'turn' && job.req.detach;
   }
 
   /** Cancels every open job (shutdown). */
@@ -179,7 +178,7 @@ export class JobRunner {
     try {
       const stored = await lookup;
       if (stored === null) return false;
-      replayTurn(this.#o.outbox, req, stored);
+      reply.replayed(stored);
     } catch (err) {
       reply.start(answering);
       reply.endEmpty(answering, StopReason.Error, `reading the stored turn failed: ${(err as Error).message}`);
@@ -202,6 +201,8 @@ export class JobRunner {
       }
     }
     await compactBeforeTurn(turn, config, model, this.#o);
+    const steering = reply.run;
+    steering?.openSteering();
     const result = await runAgentLoop({
       agent: answering,
       sender: req.sender,
@@ -213,6 +214,8 @@ export class JobRunner {
       toolChoice: req.toolChoice,
       cancel,
       emit: trackingContext(conv, reply.event),
+      steering,
+      approver: steering,
     });
     let { stopReason, error } = result;
     if (stopReason === StopReason.Error) this.#o.log.warn({ agent: answering, sender: req.sender, model: config.model, provider: config.provider, error }, 'turn ended with an error');

@@ -19,7 +19,7 @@ import {
 } from '../shared/byte-layouts.ts';
 import { TextDeltaBody } from './text-delta-body.ts';
 import { OUTPUT_REUSE_MAX_BYTES, outputReturns } from '../shared/threads/output-reuse.ts';
-import { outcomeCode, type ActiveAnswer, type FrameBatch, type TurnFinished, type TurnOutcomeName } from '../shared/threads/shard-messages.ts';
+import { outcomeCode, type ActiveAnswer, type FrameBatch, type RunList, type TurnFinished, type TurnOutcomeName } from '../shared/threads/shard-messages.ts';
 
 const INITIAL_SECTION_BYTES = 4096;
 /** Section buffers kept for reuse between flushes. */
@@ -43,8 +43,8 @@ export interface FrameOut {
   /** Counts the batches handed to main: replies merge deltas produced within one batch (ChunkCoalescer). */
   readonly batches?: number;
   frame(conn: number, req: number, last: boolean, value: FrameBody): void;
-  /** A frame `{stream: {<name>: {content}}}` that is not the request's last (a text delta, however long). */
-  textDelta(conn: number, req: number, name: string, content: string): void;
+  /** A frame `{stream: {<name>: {content, seq}}}` that is not the request's last (a text delta, however long). */
+  textDelta(conn: number, req: number, name: string, content: string, seq: number): void;
   started(conn: number, req: number): void;
   agentEvent(agent: string, value: AgentEventBody): void;
   finished(record: TurnFinished): void;
@@ -52,6 +52,7 @@ export interface FrameOut {
   turnStarted(seq: number): void;
   turnEnded(seq: number, outcome: TurnOutcomeName): void;
   activeAnswer(answer: ActiveAnswer): void;
+  runList(answer: RunList): void;
   purged(id: number): void;
 }
 
@@ -65,6 +66,7 @@ export class Outbox implements FrameOut {
   #started: number[] = [];
   #done: number[] = [];
   #activeAnswers: ActiveAnswer[] = [];
+  #runLists: RunList[] = [];
   #purged: number[] = [];
   #finished: TurnFinished[] = [];
   #turnsStarted: number[] = [];
@@ -92,8 +94,8 @@ export class Outbox implements FrameOut {
   }
 
   /** Encodes a text delta's frame straight into the section (see TextDeltaBody: no msgpackr buffer per delta). */
-  textDelta(conn: number, req: number, name: string, content: string): void {
-    const body = new TextDeltaBody(name, content);
+  textDelta(conn: number, req: number, name: string, content: string, seq: number): void {
+    const body = new TextDeltaBody(name, content, seq);
     const section = this.#section(conn, HEADER_BYTES + body.length);
     writeFrameHeader(section.buf, section.len, body.length, req, 0);
     section.len = body.writeTo(section.buf, section.len + HEADER_BYTES);
@@ -132,6 +134,11 @@ export class Outbox implements FrameOut {
 
   activeAnswer(answer: ActiveAnswer): void {
     this.#activeAnswers.push(answer);
+    this.#schedule();
+  }
+
+  runList(answer: RunList): void {
+    this.#runLists.push(answer);
     this.#schedule();
   }
 
@@ -217,7 +224,7 @@ export class Outbox implements FrameOut {
   }
 
   get #empty(): boolean {
-    return this.#done.length === 0 && this.#started.length === 0 && this.#activeAnswers.length === 0 && this.#purged.length === 0 && this.#finished.length === 0 &&
+    return this.#done.length === 0 && this.#started.length === 0 && this.#activeAnswers.length === 0 && this.#runLists.length === 0 && this.#purged.length === 0 && this.#finished.length === 0 &&
       this.#turnsStarted.length === 0 && this.#turnsEnded.length === 0;
   }
 
@@ -235,6 +242,7 @@ export class Outbox implements FrameOut {
       started: this.#started,
       done: this.#done,
       activeAnswers: this.#activeAnswers,
+      runLists: this.#runLists,
       purged: this.#purged,
       agentEvents,
       agentEventAgents: this.#eventAgents,
@@ -247,6 +255,7 @@ export class Outbox implements FrameOut {
     this.#started = [];
     this.#done = [];
     this.#activeAnswers = [];
+    if (this.#runLists.length > 0) this.#runLists = [];
     this.#purged = [];
     this.#eventAgents = [];
     this.#finished = [];

@@ -36,6 +36,7 @@ const scheduler = new TurnScheduler({
   store,
   memoryConversations: init.memoryConversations,
   memoryBytes: init.memoryBytes,
+  runRetentionMs: init.runRetentionMs,
   models: new Models(init.providers, log),
   harness: new Harness(init.harnessPort, init.home, init.providers, new McpTools(init.mcpPort)),
 });

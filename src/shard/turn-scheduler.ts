@@ -6,9 +6,10 @@
  * whose conversation is not in memory is loaded first; its requests that
  * arrive meanwhile wait behind the load, in order (PairGate).
  */
-import type { AgentConfig } from '../shared/config.ts';
+import { DEFAULTS, type AgentConfig } from '../shared/config.ts';
 import { Code } from '../shared/errors.ts';
-import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, ToShard, TurnRequest } from '../shared/threads/shard-messages.ts';
+import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, SteerRequest, ToShard, TurnRequest } from '../shared/threads/shard-messages.ts';
+import { RunTable } from './runs/run-table.ts';
 import type { Logger } from '../shared/log.ts';
 import type { HistoryMessage } from '../shared/wire/ops.ts';
 import { Conversation, pairKey } from './conversation.ts';
@@ -39,6 +40,8 @@ export interface SchedulerOptions {
   memoryBytes?: number;
   models: Models;
   harness: Harness;
+  /** How long an ended run can still be read and joined (default: the daemon's default). */
+  runRetentionMs?: number;
 }
 
 /** A message as `get_conversation_history` shows it: `agent` only on a guest's, `stop_reason` only on a stalled turn's record. */
@@ -65,6 +68,7 @@ export class TurnScheduler {
   readonly #runner: JobRunner;
   readonly #gate = new PairGate<Waiting>();
   readonly #reads = new PacedReads();
+  readonly #runs: RunTable;
   #shuttingDown = false;
 
   constructor(opts: SchedulerOptions) {
@@ -74,6 +78,7 @@ export class TurnScheduler {
     // No prototype: an agent named "__proto__" or "constructor" is a key like any other when changes are applied in place.
     const agents = Object.assign(Object.create(null) as Record<string, AgentConfig>, opts.agents);
     this.#runner = new JobRunner({ ...opts, agents, idle: () => this.#table.evict() });
+    this.#runs = new RunTable(opts.outbox, opts.runRetentionMs ?? DEFAULTS.runRetentionMs);
   }
 
   handle(msg: ToShard): void {
@@ -90,6 +95,14 @@ export class TurnScheduler {
         return this.#forPair(msg, false);
       case 'conn_closed':
         return this.#connClosed(msg);
+      case 'steer':
+        return this.#steer(msg);
+      case 'get_run':
+      case 'join_run':
+      case 'approve_tool':
+        return this.#runs.handle(msg);
+      case 'list_runs':
+        return this.#outbox.runList({ id: msg.id, runs: this.#runs.list(msg) });
       case 'active_query':
         return this.#outbox.activeAnswer({ id: msg.id, conversations: this.#table.active(msg) });
       case 'purge_agent':
@@ -170,6 +183,7 @@ export class TurnScheduler {
   /** Cancels the connection's jobs; its requests waiting on a pair's storage work hear of it in their turn. */
   #connClosed(msg: ConnClosed): void {
     this.#reads.connClosed(msg.conn);
+    this.#runs.connClosed(msg.conn);
     this.#runner.cancelConnection(msg.conn, CancelReason.Disconnect);
     if (this.#gate.size === 0) return;
     for (const waiting of this.#gate.queues()) {
@@ -193,7 +207,20 @@ export class TurnScheduler {
       return reply.error(Code.Conflict, `agent "${req.agent}" is busy with sender "${req.sender}"`);
     }
     if (conv.busy && req.onBusy === 'interrupt') this.#runner.cancelConversation(conv, CancelReason.Interrupt);
+    // A stored turn named by a turn_id is detached: its client said it would come back for it.
+    if (req.turnId !== null && !req.ephemeral && this.#store !== null) req.detach = true;
+    reply.attach(this.#runs.open(req.agent, req.sender, req.detach));
     this.#runner.enqueue({ kind: 'turn', req, cancel: new Cancellation(), conv, reply });
+  }
+
+  /** Hands the message to the pair's running turn, for its next boundary; 409 when no turn runs (a queued one is not running). */
+  #steer(msg: SteerRequest): void {
+    const running = this.#table.find(msg.agent, msg.sender)?.running;
+    const run = running?.kind === 'turn' ? running.reply.run : null;
+    if (run == null || !run.steer(msg.content)) {
+      return errorTo(this.#outbox, msg, Code.Conflict, `no turn is running for agent "${msg.agent}" and sender "${msg.sender}" to steer`);
+    }
+    replyTo(this.#outbox, msg, 'steer', { run_id: run.id });
   }
 
   #compact(req: CompactRequest, conv: Conversation | null): void {

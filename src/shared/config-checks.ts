@@ -176,6 +176,7 @@ const FILE_SCHEMA = z
     max_chain_turns: atLeast(1),
     max_queued_turns: atLeast(1),
     wal_max_bytes: atLeast(1),
+    run_retention_ms: atLeast(1),
     cluster: z.custom<Record<string, unknown>>(isPlainMap, { error: 'must be an object {nats, node, name, partitions, lease_ms}' }),
     max_schedules: atLeast(1),
     max_webhooks: atLeast(1),
@@ -213,6 +214,9 @@ const AGENT_SCHEMA = z.strictObject({
   echo: z.unknown().optional(),
   session_search: z.enum(SESSION_SEARCH_SCOPES, { error: (iss) => `must be "sender" or "agent", got ${JSON.stringify(iss.input)}` }).default('sender'),
   compact_threshold: between(0, MAX_COMPACT_THRESHOLD).nullable().default(null),
+  approve_tools: strings().default(() => []),
+  // A timer's bound: 2^31-1 ms (about 24 days).
+  approval_timeout_ms: between(1, 0x7fffffff).default(AGENT_DEFAULTS.approval_timeout_ms),
 });
 
 const ECHO_SCHEMA = z.strictObject({ delay_ms: between(0, ECHO_MAX.delay_ms).default(0), cpu_us: between(0, ECHO_MAX.cpu_us).default(0) });
@@ -238,8 +242,8 @@ export function validateAgentConfig(raw: unknown, source: string, path: string, 
     if (!isPlainMap(f.mcps)) throw new ConfigError(source, `${path}.mcps`, 'must be a map of name -> MCP server settings');
     for (const [name, m] of Object.entries(f.mcps)) mcps[name] = validateMcpConfig(m, source, `${path}.mcps.${name}`, name);
   }
-  const { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, tool_timeout_ms, session_search, compact_threshold } = f;
-  return { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, harnesses, tool_timeout_ms, mcps, echo, session_search, compact_threshold };
+  const { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, tool_timeout_ms, session_search, compact_threshold, approve_tools, approval_timeout_ms } = f;
+  return { model, provider, description, system_prompt, max_iterations, thinking, skills, tools, harnesses, tool_timeout_ms, mcps, echo, session_search, compact_threshold, approve_tools, approval_timeout_ms };
 }
 
 /** A harness list: each a module name in $AGENTD_HOME/harness and the capabilities it is granted. */

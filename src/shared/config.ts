@@ -77,6 +77,10 @@ export interface AgentConfig {
    * null takes the model's default (models/context-windows.ts: off where the window is unknown, and for echo).
    */
   compact_threshold: number | null;
+  /** Tools whose calls wait for `approve_tool` before they run: names, or ["*"] for every tool. */
+  approve_tools: string[];
+  /** A call waiting for approval longer than this is denied ("approval timed out"). */
+  approval_timeout_ms: number;
 }
 
 export const SESSION_SEARCH_SCOPES = ['sender', 'agent'] as const;
@@ -100,6 +104,7 @@ export const AGENT_DEFAULTS = {
   description: '',
   max_iterations: 16,
   tool_timeout_ms: 60_000,
+  approval_timeout_ms: 600_000,
 } as const;
 
 /** The largest `compact_threshold`: far beyond any model's context window. */
@@ -167,6 +172,8 @@ export interface ResolvedConfig {
   maxQueuedTurns: number;
   /** The WAL is checkpointed with TRUNCATE (under the shards' write lock) before it reaches this size. */
   walMaxBytes: number;
+  /** How long an ended run can still be read (get_run) and joined (join_run). */
+  runRetentionMs: number;
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
@@ -217,6 +224,7 @@ export const DEFAULTS = {
   maxWebhookOutbox: 10_000,
   webhookBackoffMs: 10_000,
   webhookTimeoutMs: 10_000,
+  runRetentionMs: 600_000,
 } as const;
 
 const AGENT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;

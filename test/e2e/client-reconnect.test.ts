@@ -4,10 +4,9 @@
  * its home), and `send` with `retry` tries again under the same turn_id, so
  * a turn that ran on after its connection was cut is replayed, not run twice.
  */
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { AgentdClient, CONNECTION_CLOSED, ConnectionClosedError, type ConnectOptions, type RetryFailure } from '../../src/client/index.ts';
+import { proxy, type Proxy } from '../helpers/socket-proxy.ts';
 import { cleanup, startDaemon, testClient, testDaemon, waitRunning, type Daemon } from '../helpers/daemon.ts';
 
 /** Tests that start a daemon twice: each start may take 45 s on a loaded machine (test/helpers/daemon.ts). */
@@ -21,41 +20,9 @@ beforeAll(async () => {
 });
 afterAll(() => cleanup(shared));
 
-interface Proxy {
-  path: string;
-  /** Drops every connection through it, as a network failure would. */
-  cut(): void;
-  /** Stops listening (its socket file goes) and cuts: connecting through it fails from now on. */
-  stop(): Promise<void>;
-}
-
-let proxies = 0;
-
-/** A Unix socket passing bytes to `target` both ways, so a test can cut the client's connection alone. */
-async function proxy(target: string): Promise<Proxy> {
-  const path = join(shared.home, `proxy-${++proxies}.sock`);
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((down) => {
-    const up = createConnection(target);
-    for (const s of [down, up]) {
-      sockets.add(s);
-      s.on('error', () => {}).on('close', () => (down.destroy(), up.destroy(), sockets.delete(s)));
-    }
-    down.pipe(up).pipe(down);
-  });
-  await new Promise<void>((resolve) => server.listen(path, resolve));
-  const cut = (): void => {
-    for (const s of sockets) s.destroy();
-  };
-  // close() stops listening at once, and calls back once the connections through it are gone.
-  const stop = (): Promise<void> => new Promise<void>((resolve) => (server.listening ? (server.close(() => resolve()), cut()) : resolve()));
-  onTestFinished(stop);
-  return { path, cut, stop };
-}
-
 /** A client of the shared daemon through a proxy of its own. */
 async function proxiedClient(opts: Partial<ConnectOptions> = {}): Promise<{ c: AgentdClient; through: Proxy }> {
-  const through = await proxy(shared.socketPath);
+  const through = await proxy(shared.socketPath, shared.home);
   const c = await AgentdClient.connect({ path: through.path, ...opts });
   onTestFinished(() => c.close());
   return { c, through };

@@ -38,7 +38,7 @@ describe('a streamed turn', () => {
     const c = await client();
     const evs = await collect(c.stream('assistant', 'the quick  brown fox', { sender: 'order' }));
     expect(types(evs)).toEqual(['start', 'text_start', 'chunk', 'chunk', 'chunk', 'chunk', 'text_end', 'context_usage', 'end']);
-    expect(evs[0]).toEqual({ type: 'start', agent: 'assistant' });
+    expect(evs[0]).toEqual({ type: 'start', agent: 'assistant', run_id: expect.stringMatching(/^r/), seq: 1 });
     expect(text(evs)).toBe('the quick  brown fox');
     expect(evs.filter((e) => e.type === 'chunk').map((e) => (e as { content: string }).content)).toEqual(['the ', 'quick  ', 'brown ', 'fox']);
     expect(end(evs)).toEqual({
@@ -48,6 +48,7 @@ describe('a streamed turn', () => {
       model: 'echo',
       stop_reason: 'text',
       usage: { prompt_tokens: 4, completion_tokens: 4, total_tokens: 8 },
+      seq: 9,
     });
   });
 
@@ -67,6 +68,7 @@ describe('a streamed turn', () => {
       content: 'hello there',
       model: 'echo',
       usage: { prompt_tokens: 2, completion_tokens: 2, total_tokens: 4 },
+      run_id: expect.stringMatching(/^r/),
     });
   });
 
@@ -88,7 +90,7 @@ describe('a streamed turn', () => {
     const c = await client();
     const evs = await collect(c.stream('assistant', '/call nosuch {"q": 1}', { sender: 'tools' }));
     expect(types(evs)).toEqual(['start', 'context_usage', 'tool_start', 'tool_result', 'tools_complete', 'text_start', 'chunk', 'chunk', 'chunk', 'text_end', 'context_usage', 'end']);
-    expect(evs[2]).toEqual({ type: 'tool_start', calls: [{ id: 'call_1_1', name: 'nosuch', arguments: '{"q": 1}' }] });
+    expect(evs[2]).toEqual({ type: 'tool_start', calls: [{ id: 'call_1_1', name: 'nosuch', arguments: '{"q": 1}' }], seq: 3 });
     expect(evs[3]).toMatchObject({ type: 'tool_result', call_id: 'call_1_1', is_error: true, output: 'unknown tool "nosuch"' });
     expect(text(evs)).toBe('unknown tool "nosuch"');
   });
@@ -240,7 +242,7 @@ describe('guest and ephemeral turns', () => {
     const c = await client();
     await c.send('assistant', 'first words', { sender: 'guest-pair' });
     const evs = await collect(c.stream('assistant', 'guest speaks', { sender: 'guest-pair', guest: 'helper' }));
-    expect(evs[0]).toEqual({ type: 'start', agent: 'helper' });
+    expect(evs[0]).toMatchObject({ type: 'start', agent: 'helper' });
     expect(end(evs)).toMatchObject({ agent: 'helper', stop_reason: 'text', usage: { prompt_tokens: 2 + 2 + 2 } });
     const active = await c.request('list_active_conversations', { sender: 'guest-pair' });
     const convs = (active.active_conversations as { conversations: { agent: string; message_count: number }[] }).conversations;

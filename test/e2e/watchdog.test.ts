@@ -116,13 +116,15 @@ describe('turn_id', () => {
     const c = await testClient(d);
     const first = await c.request('send', { agent: 'assistant', content: 'only once', sender: 'r', turn_id: 'a-1' });
     const again = await c.request('send', { agent: 'assistant', content: 'only once', sender: 'r', turn_id: 'a-1' });
-    expect(again.response).toEqual({ ...(first.response as object), replayed: true });
+    // The retry is a run of its own, answered from storage: another run id.
+    const { run_id: firstRun, ...firstRest } = first.response as { run_id: string };
+    expect(again.response).toEqual({ ...firstRest, replayed: true, run_id: expect.not.stringMatching(firstRun) });
 
     const streamed = await collect(c.stream('assistant', 'streamed once', { sender: 'r', turn_id: 'a-2' }));
     const replayed = await collect(c.stream('assistant', 'streamed once', { sender: 'r', turn_id: 'a-2' }));
     expect(types(replayed)).toEqual(['start', 'chunk', 'end']);
     expect(text(replayed)).toBe('streamed once');
-    expect(end(replayed)).toEqual({ ...end(streamed), replayed: true });
+    expect(end(replayed)).toEqual({ ...end(streamed), replayed: true, seq: 3 });
 
     // The same turn_id on another pair is another turn.
     expect((await c.send('assistant', 'elsewhere', { sender: 'other', turn_id: 'a-1' })).content).toBe('elsewhere');

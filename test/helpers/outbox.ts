@@ -19,13 +19,14 @@ export function fakeOutbox(): FrameOut & { frames: Frame[]; finishedAgents: stri
     frames,
     finishedAgents,
     frame: (conn, req, last, value) => frames.push({ conn, req, last, value }),
-    textDelta: (conn, req, name, content) => frames.push({ conn, req, last: false, value: { stream: { [name]: { content } } } }),
+    textDelta: (conn, req, name, content, seq) => frames.push({ conn, req, last: false, value: { stream: { [name]: { content, seq } } } }),
     started: () => {},
     turnStarted: () => {},
     turnEnded: () => {},
     agentEvent: () => {},
     finished: (r) => finishedAgents.push(r.agent),
     activeAnswer: () => {},
+    runList: () => {},
     purged: () => {},
   };
 }

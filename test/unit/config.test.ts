@@ -55,7 +55,7 @@ describe('config validation', () => {
     expect(s.tcp).toBeNull();
     expect(s.agents!.slow).toEqual({
       model: 'echo', provider: null, description: 'd', system_prompt: '', max_iterations: 4, thinking: false,
-      skills: [], tools: null, harnesses: [], tool_timeout_ms: 60_000, mcps: {}, echo: { delay_ms: 5, cpu_us: 10 }, session_search: 'sender', compact_threshold: null,
+      skills: [], tools: null, harnesses: [], tool_timeout_ms: 60_000, mcps: {}, echo: { delay_ms: 5, cpu_us: 10 }, session_search: 'sender', compact_threshold: null, approve_tools: [], approval_timeout_ms: 600_000,
     });
     expect(validateFileSettings({ agents: { a: { session_search: 'agent' } } }, 'f').agents!.a!.session_search).toBe('agent');
   });

@@ -75,7 +75,7 @@ describe('dispatch', () => {
       [
         {
           type: 'turn', conn: 42, req: 7, mode: 'stream', agent: 'assistant', sender: 'user', content: 'hi',
-          guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0, seq: 0, turnId: null, chain: 0,
+          guest: null, ephemeral: false, correlationId: null, onBusy: 'enqueue', toolChoice: null, depth: 0, seq: 0, turnId: null, chain: 0, detach: false,
         },
         'stream',
       ],
@@ -115,7 +115,7 @@ describe('dispatch', () => {
   it('lists every operation it serves, once each', () => {
     const names = operationNames();
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(39);
-    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'create_schedule', 'list_schedules', 'delete_schedule']) expect(names).toContain(n);
+    expect(names.length).toBe(44);
+    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'create_schedule', 'list_schedules', 'delete_schedule', 'get_run', 'list_runs', 'join_run', 'steer', 'approve_tool']) expect(names).toContain(n);
   });
 });

@@ -37,6 +37,19 @@ describe('echo model', () => {
     expect(evs[0]).toEqual({ type: 'tool_call', call: { id: 'call_1_1', name: 'peers', arguments: '{"x": 1}' } });
   });
 
+  it('streams back a user message that came after a tool result (a steer), as text even when it reads like /call', async () => {
+    const messages = [
+      { role: 'user' as const, content: '/call peers {}' },
+      { role: 'assistant' as const, content: '', tool_calls: [{ id: 'call_1_1', name: 'peers', arguments: '{}' }] },
+      { role: 'tool' as const, content: '[]', tool_call_id: 'call_1_1', name: 'peers' },
+      { role: 'user' as const, content: '/call peers {}' },
+    ];
+    const out: ModelEvent[] = [];
+    for await (const ev of new EchoModel().stream({ messages, tools: [], toolChoice: null, agent: validateAgentConfig({}, 'test', 'a'), cancel: new Cancellation() })) out.push(ev);
+    expect(out.filter((e) => e.type === 'text').map((e) => (e as { delta: string }).delta).join('')).toBe('/call peers {}');
+    expect(out.some((e) => e.type === 'tool_call')).toBe(false);
+  });
+
   it('stops when aborted during a delay', async () => {
     // The longest delay allowed (1 s); the cancel comes while it runs.
     const ac = new Cancellation();

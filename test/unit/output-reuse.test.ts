@@ -39,7 +39,7 @@ const text = (bytes: number, letter: string): string => letter.repeat(bytes);
 describe('the outbox with handed-back buffers', () => {
   it('packs a batch into a handed-back buffer that fits, and says how many of its bytes are used', () => {
     const { outbox, batches } = keptOutbox();
-    outbox.textDelta(1, 7, 'chunk', text(40_000, 'a'));
+    outbox.textDelta(1, 7, 'chunk', text(40_000, 'a'), 1);
     outbox.flush();
     const first = batches[0]!;
     // Rounded up to a power of two, so that later batches of about the same size fit it.
@@ -48,7 +48,7 @@ describe('the outbox with handed-back buffers', () => {
     expect(deltas(first).get(1)).toBe(text(40_000, 'a'));
 
     outbox.reuse([first.sections!]);
-    outbox.textDelta(2, 8, 'chunk', text(50_000, 'b'));
+    outbox.textDelta(2, 8, 'chunk', text(50_000, 'b'), 1);
     outbox.flush();
     const second = batches[1]!;
     expect(second.sections).toBe(first.sections);
@@ -60,13 +60,13 @@ describe('the outbox with handed-back buffers', () => {
   it('allocates when no handed-back buffer is big enough, and small or huge batches get a buffer of their exact size, which main keeps', () => {
     const { outbox, batches } = keptOutbox();
     outbox.reuse([new ArrayBuffer(OUTPUT_REUSE_MIN_BYTES)]);
-    outbox.textDelta(1, 1, 'chunk', text(100_000, 'c'));
+    outbox.textDelta(1, 1, 'chunk', text(100_000, 'c'), 1);
     outbox.flush();
     expect(batches[0]!.sections!.byteLength).toBe(131_072);
-    outbox.textDelta(1, 2, 'chunk', 'small');
+    outbox.textDelta(1, 2, 'chunk', 'small', 1);
     outbox.flush();
     expect(batches[1]!.sections!.byteLength).toBe(batches[1]!.sectionsBytes);
-    outbox.textDelta(1, 3, 'chunk', text(OUTPUT_REUSE_MAX_BYTES + 1, 'd'));
+    outbox.textDelta(1, 3, 'chunk', text(OUTPUT_REUSE_MAX_BYTES + 1, 'd'), 1);
     outbox.flush();
     expect(batches[2]!.sections!.byteLength).toBe(batches[2]!.sectionsBytes);
     expect(batches.map((b) => b.sectionsReturn)).toEqual([true, false, false]);
@@ -76,7 +76,7 @@ describe('the outbox with handed-back buffers', () => {
     const { outbox, batches } = keptOutbox();
     const handedBack = new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES);
     outbox.reuse([handedBack]);
-    for (let conn = 1; conn <= 100; conn++) outbox.textDelta(conn, 1, 'chunk', text(400, 'f'));
+    for (let conn = 1; conn <= 100; conn++) outbox.textDelta(conn, 1, 'chunk', text(400, 'f'), 1);
     outbox.flush();
     const batch = batches[0]!;
     expect(batch.sectionsBytes).toBeGreaterThanOrEqual(OUTPUT_REUSE_MIN_BYTES);
@@ -90,7 +90,7 @@ describe('the outbox with handed-back buffers', () => {
     const handedBack = Array.from({ length: 5 }, () => new ArrayBuffer(OUTPUT_REUSE_MAX_BYTES));
     outbox.reuse(handedBack);
     for (let i = 0; i < 5; i++) {
-      outbox.textDelta(1, i, 'chunk', text(600_000, 'e'));
+      outbox.textDelta(1, i, 'chunk', text(600_000, 'e'), 1);
       outbox.flush();
     }
     const reused = batches.map((b) => handedBack.indexOf(b.sections!));

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { decodeBody, packr } from '../../src/shared/codec.ts';
 import { TextDeltaBody } from '../../src/shard/text-delta-body.ts';
 
-function written(name: string, content: string): Buffer {
-  const body = new TextDeltaBody(name, content);
+function written(name: string, content: string, seq = 1): Buffer {
+  const body = new TextDeltaBody(name, content, seq);
   const buf = Buffer.alloc(body.length + 4, 0xee);
   const end = body.writeTo(buf, 2);
   expect(end).toBe(2 + body.length);
@@ -22,19 +22,26 @@ describe('TextDeltaBody', () => {
       for (const bytes of lengths) {
         const content = unit.repeat(Math.ceil(bytes / Buffer.byteLength(unit)));
         for (const name of ['chunk', 'thinking']) {
-          const value = { stream: { [name]: { content } } };
-          expect(written(name, content).equals(Buffer.from(packr.pack(value)))).toBe(true);
+          const value = { stream: { [name]: { content, seq: 3 } } };
+          expect(written(name, content, 3).equals(Buffer.from(packr.pack(value)))).toBe(true);
         }
       }
     });
   }
 
+  it('writes the bytes msgpackr writes for a seq of every integer size', () => {
+    for (const seq of [1, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1]) {
+      const value = { stream: { chunk: { content: 'hi', seq } } };
+      expect(written('chunk', 'hi', seq).equals(Buffer.from(packr.pack(value)))).toBe(true);
+    }
+  });
+
   it('writes a lone surrogate as U+FFFD, so the body stays valid UTF-8', () => {
     const body = written('chunk', 'a\ud83d');
-    expect(decodeBody(body)).toEqual({ stream: { chunk: { content: 'a\ufffd' } } });
+    expect(decodeBody(body)).toEqual({ stream: { chunk: { content: 'a\ufffd', seq: 1 } } });
   });
 
   it('refuses a name that is not a short ASCII key', () => {
-    expect(() => new TextDeltaBody('x'.repeat(32), '')).toThrow();
+    expect(() => new TextDeltaBody('x'.repeat(32), '', 1)).toThrow();
   });
 });

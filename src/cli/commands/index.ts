@@ -11,8 +11,9 @@ import { profileCommands } from './profile.ts';
 import { turnCommands } from './turns.ts';
 import { scheduleCommands } from './schedules.ts';
 import { webhookCommands } from './webhooks.ts';
+import { runCommands } from './runs.ts';
 
-export const COMMANDS: readonly Command[] = [...turnCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...scheduleCommands, ...webhookCommands, ...daemonCommands, ...profileCommands, completion];
+export const COMMANDS: readonly Command[] = [...turnCommands, ...runCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...scheduleCommands, ...webhookCommands, ...daemonCommands, ...profileCommands, completion];
 
 /** Groups whose bare name runs their `list` command. */
 export const GROUPS: readonly string[] = ['agents', 'models', 'skills', 'profile', 'schedules', 'webhooks'];

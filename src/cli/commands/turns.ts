@@ -14,11 +14,12 @@ function turnOptions(flags: Flags): Omit<StreamArgs, 'agent' | 'content'> {
     ...(flags.guest !== undefined ? { guest: flags.guest } : {}),
     ...(flags.ephemeral === true ? { ephemeral: true } : {}),
     ...(onBusy !== undefined ? { on_busy: onBusy as OnBusy } : {}),
+    ...(flags.detach === true ? { detach: true } : {}),
   };
 }
 
 /** Renders a streamed turn: the answer on stdout, thinking and tools apart on stderr. */
-class TurnPrinter {
+export class TurnPrinter {
   #atLineStart = true;
   #thinkingOpen = false;
   readonly #names = new Map<string, string>();
@@ -74,9 +75,9 @@ const stream: Command = {
   name: 'stream',
   usage: 'AGENT TEXT...',
   summary: 'run a turn and print the answer as it arrives',
-  details: 'The answer goes to stdout. Thinking (dim, after "thinking: ") and tool calls go to stderr, so\n`agentctl stream a hi > answer.txt` keeps only the answer. A failed or cancelled turn exits 4.\nWith --json: one JSON line per stream event ({"type": "chunk", "content": ...}).',
+  details: 'The answer goes to stdout. Thinking (dim, after "thinking: ") and tool calls go to stderr, so\n`agentctl stream a hi > answer.txt` keeps only the answer. A failed or cancelled turn exits 4.\nWith --json: one JSON line per stream event ({"type": "chunk", "content": ..., "seq": ...}).\nWith --detach the turn goes on if the connection drops; `agentctl join RUN_ID` follows it again.',
   example: 'agentctl stream assistant "summarize the README" --sender alice',
-  options: ['sender', 'guest', 'ephemeral', 'on-busy'],
+  options: ['sender', 'guest', 'ephemeral', 'on-busy', 'detach'],
   arity: [2, Infinity],
   async run({ client, args, flags, json, out }: Context) {
     const printer = new TurnPrinter(out);
@@ -96,7 +97,7 @@ const send: Command = {
   summary: 'run a turn and print the final answer once it is done',
   details: 'A turn that fails (a provider error) or is cancelled exits 4; a refused request (unknown agent, busy) exits 1.',
   example: 'agentctl send assistant "what changed today?"',
-  options: ['sender', 'on-busy'],
+  options: ['sender', 'on-busy', 'detach'],
   arity: [2, Infinity],
   async run({ client, args, flags, json, out }: Context) {
     const { guest: _g, ephemeral: _e, ...opts } = turnOptions(flags);

@@ -20,78 +20,28 @@
  * terminated and replaced exactly as a crashed one is; the replacement first
  * stores the turns it was running as ended `stalled`.
  */
-import type { MessagePort, Worker } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import { startShard, stopShard } from './shard-thread.ts';
 import { AgentdError, Code } from '../../shared/errors.ts';
 import { forEachSection, readEventList } from '../../shared/byte-layouts.ts';
 import { shardOf } from '../../shared/hash.ts';
 import { Heartbeat } from '../../shared/threads/heartbeat.ts';
-import type { ActiveConversation, FromShard, FrameBatch, ShardInit, StalledTurn, ToShard, TurnFinished, TurnRequest } from '../../shared/threads/shard-messages.ts';
-import type { Logger } from '../../shared/log.ts';
+import type { ActiveConversation, FromShard, FrameBatch, RunListQuery, RunRequest, ShardInit, StalledTurn, ToShard, TurnRequest } from '../../shared/threads/shard-messages.ts';
+import type { RunInfo } from '../../shared/wire/runs.ts';
 import type { WriterPortMessage } from '../../threads/writer/messages.ts';
 import { ownerToken, WriteLock } from '../../storage/sqlite/write-lock.ts';
-import { TurnLedger, type OpenTurn } from '../turn-ledger.ts';
+import type { OpenTurn } from '../turn-ledger.ts';
 import { ShardWatchdog } from './shard-watchdog.ts';
-import { OutputReturns, type Written } from './output-returns.ts';
+import { OutputReturns } from './output-returns.ts';
 import { InflightBudget } from './inflight-budget.ts';
-import { settleShardLoss, type Inflight, type RequestKind } from './shard-losses.ts';
+import { settleShardLoss, type RequestKind } from './shard-losses.ts';
 import { PendingReplies } from '../../shared/threads/port-rpc.ts';
+import type { ShardOutputs, ShardPoolOptions, ShardThread } from './shard-pool-parts.ts';
 
-interface ShardThread {
-  index: number;
-  /** null only before the first spawn. */
-  worker: Worker | null;
-  outbound: ToShard[];
-  inflight: Map<string, Inflight>;
-  /**
-   * Active queries, purges and partition drops waiting for their answer. Not
-   * comlink: the question rides in the shard's message batch and the answer
-   * in its frame batch, the channel every turn takes (PendingReplies).
-   */
-  answers: PendingReplies<ActiveConversation[]>;
-  generation: number;
-  /** The watchdog's cells of the current worker (see Heartbeat). */
-  cells: Int32Array;
-}
+export type { ShardOutputs, ShardPoolOptions } from './shard-pool-parts.ts';
 
 /** A message for the shard of its pair that expects an answer. */
 export type PairRequestMessage = Extract<ToShard, { conn: number; req: number; agent: string; sender: string }>;
-
-export interface ShardPoolOptions {
-  count: number;
-  /** The shards' write lock, released here on behalf of a shard that dies holding it. */
-  writeLock: SharedArrayBuffer;
-  log: Logger;
-  /** A shard whose event loop does not answer for this long is replaced. */
-  stallMs: number;
-  /** Turns a conversation may hold queued behind its running one. */
-  maxQueuedTurns: number;
-  /** Requests one connection may have waiting for their LAST frame (429 past it). */
-  maxInflightPerConnection: number;
-  /** Where open turns are tracked (the daemon's, so the metrics can read it). */
-  ledger: TurnLedger;
-}
-
-/** What the pool adds to a shard's start-up message itself. */
-type PoolInit = 'heartbeat' | 'heartbeatMs' | 'stalled';
-
-/** Where what the shards send goes; given at start, once everything they feed exists. */
-export interface ShardOutputs {
-  /** The start-up message of shard `index`; called again for a replacement. */
-  init(index: number): Omit<ShardInit, PoolInit>;
-  /**
-   * Writes ready-encoded frames to connection `conn` (dropped if it is gone).
-   * `written`, when given, is called once the write no longer needs the bytes
-   * (they view a shard's buffer, which then goes back to it); never calling it is safe.
-   */
-  deliver(conn: number, frames: Uint8Array, written?: Written): void;
-  /** A batch of encoded `agent_event` bodies, with the agent of each, for the observers. */
-  agentEvents(agents: readonly string[], bodies: readonly Uint8Array[]): void;
-  /** A turn finished: the bus publishes `agent:<name>:done`. */
-  finished(record: TurnFinished): void;
-  /** A turn of fan-out chain `chain` (not 0) ended, or was lost with its shard. */
-  chainTurnEnded(chain: number): void;
-}
 
 const QUERY_TIMEOUT_MS = 5_000;
 /** Purging waits for cancelled turns to reach their next await point. */
@@ -125,7 +75,7 @@ export class ShardPool {
     this.#watchdog = new ShardWatchdog(opts.stallMs, (index) => this.#onStall(this.#shards[index]!));
     for (let index = 0; index < opts.count; index++) {
       const cells = new Int32Array(0);
-      this.#shards.push({ index, worker: null, outbound: [], inflight: new Map(), answers: new PendingReplies(), generation: 0, cells });
+      this.#shards.push({ index, worker: null, outbound: [], inflight: new Map(), answers: new PendingReplies(), runLists: new PendingReplies(), generation: 0, cells });
     }
   }
 
@@ -159,9 +109,25 @@ export class ShardPool {
       this.#opts.ledger.open(s.index, msg);
       turnSeq = msg.seq;
     }
-    s.inflight.set(key(msg.conn, msg.req), { conn: msg.conn, req: msg.req, kind, agent: msg.agent, started: false, turnSeq });
+    this.#track(s, msg, kind, msg.agent, turnSeq);
+  }
+
+  /** Sends a run's request (get_run, join_run) to the shard its pair hash names, tracked as `requestFor` does. */
+  requestForRun(msg: RunRequest, pairHash: number, kind: RequestKind): void {
+    this.budget.take(msg.conn);
+    this.#track(this.#shards[pairHash % this.count]!, msg, kind, '', null);
+  }
+
+  #track(s: ShardThread, msg: ToShard & { conn: number; req: number }, kind: RequestKind, agent: string, turnSeq: number | null): void {
+    s.inflight.set(key(msg.conn, msg.req), { conn: msg.conn, req: msg.req, kind, agent, started: false, turnSeq });
     this.#inflightCount++;
     this.#enqueue(s, msg);
+  }
+
+  /** Every shard's runs matching the query (each at most `limit`, newest first). */
+  async listRuns(q: Omit<RunListQuery, 'type' | 'id'>): Promise<RunInfo[]> {
+    const lists = await Promise.all(this.#shards.map((s) => this.#ask(s.runLists, s, (id) => ({ type: 'list_runs', id, ...q }), QUERY_TIMEOUT_MS)));
+    return lists.flat();
   }
 
   /** A client's turn: sent as `requestFor` does, or refused with 429 when its conversation's queue is full. */
@@ -226,12 +192,12 @@ export class ShardPool {
 
   /** Sends a message with a fresh id to every shard and gathers the answers; a dead shard answers empty. */
   #askAll(build: (id: number) => ToShard, timeoutMs: number): Promise<ActiveConversation[][]> {
-    return Promise.all(this.#shards.map((s) => this.#ask(s, build, timeoutMs)));
+    return Promise.all(this.#shards.map((s) => this.#ask(s.answers, s, build, timeoutMs)));
   }
 
-  #ask(s: ShardThread, build: (id: number) => ToShard, timeoutMs: number): Promise<ActiveConversation[]> {
-    const late = (id: number): boolean => s.answers.reject(id, new Error(`shard ${s.index} did not answer within ${timeoutMs} ms`));
-    const { id, promise } = s.answers.open(undefined, { ms: timeoutMs, onExpiry: late, unref: true });
+  #ask<T>(answers: PendingReplies<T>, s: ShardThread, build: (id: number) => ToShard, timeoutMs: number): Promise<T> {
+    const late = (id: number): boolean => answers.reject(id, new Error(`shard ${s.index} did not answer within ${timeoutMs} ms`));
+    const { id, promise } = answers.open(undefined, { ms: timeoutMs, onExpiry: late, unref: true });
     this.#enqueue(s, build(id));
     return promise;
   }
@@ -330,6 +296,7 @@ export class ShardPool {
       this.budget.release(done[i]!);
     }
     for (const a of batch.activeAnswers) shard.answers.resolve(a.id, a.conversations);
+    for (const r of batch.runLists) shard.runLists.resolve(r.id, r.runs);
     for (const id of batch.purged) shard.answers.resolve(id, []);
     if (this.#inflightCount === 0 && this.#idleWaiters.length > 0) this.#wakeIdle();
   }
@@ -394,6 +361,7 @@ export class ShardPool {
     shard.inflight.clear();
     // The shard's conversations died with it: it has none active now.
     shard.answers.resolveAll([]);
+    shard.runLists.resolveAll([]);
     if (this.#inflightCount === 0) this.#wakeIdle();
     return stalled;
   }

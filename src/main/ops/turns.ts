@@ -49,6 +49,7 @@ function runTurn(ctx: DispatchContext, from: Requester, req: number, args: OpArg
     onBusy: args.optEnum('on_busy', OnBusy) ?? 'enqueue',
     toolChoice: args.toolChoice('tool_choice'),
     turnId: turnId(args),
+    detach: args.optBool('detach') ?? false,
   });
   ctx.pool.requestTurn(msg, mode === 'stream' ? 'stream' : 'rr');
   return ROUTED;

@@ -42,7 +42,12 @@ export interface ToolResult {
   is_error: boolean;
 }
 
-async function runOne(tools: ToolSet, call: ToolCall, ctx: ToolContext, redactor: Redactor): Promise<ToolResult> {
+/** Asked before a call runs: null lets it run; a text denies it, becoming its error result. */
+export type ToolGate = (call: ToolCall) => Promise<string | null> | null;
+
+async function runOne(tools: ToolSet, call: ToolCall, ctx: ToolContext, redactor: Redactor, gate: ToolGate | null): Promise<ToolResult> {
+  const waiting = gate?.(call) ?? null;
+  const denial = waiting === null ? null : await waiting;
   const began = performance.now();
   const done = (output: string, isError: boolean): ToolResult => ({
     call_id: call.id,
@@ -51,6 +56,7 @@ async function runOne(tools: ToolSet, call: ToolCall, ctx: ToolContext, redactor
     duration_ms: Math.round(performance.now() - began),
     is_error: isError,
   });
+  if (denial !== null) return done(denial, true);
   const tool = tools.get(call.name);
   if (tool === undefined) return done(`unknown tool "${call.name}"`, true);
   let args: unknown;
@@ -78,11 +84,12 @@ export async function runTools(
   cancel: Cancellation,
   onResult: (result: ToolResult) => void,
   redactor: Redactor = GENERIC_REDACTOR,
+  gate: ToolGate | null = null,
 ): Promise<ToolResult[]> {
   const ctx: ToolContext = { ...who, capabilities: {}, get signal() { return cancel.signal; } };
   const results = await Promise.all(
     calls.map((call) =>
-      runOne(tools, call, ctx, redactor).then((r) => {
+      runOne(tools, call, ctx, redactor, gate).then((r) => {
         if (!cancel.aborted) onResult(r);
         return r;
       }),

@@ -6,10 +6,11 @@
 import { StopReason, zeroUsage, type ToolCall, type ToolChoice, type Usage } from '../../shared/protocol.ts';
 import type { AgentConfig } from '../../shared/config.ts';
 import type { Message, Model } from '../../models/types.ts';
-import { runTools, type ToolResult, type ToolSet } from '../tools/tools.ts';
+import { runTools, type ToolGate, type ToolResult, type ToolSet } from '../tools/tools.ts';
 import { GENERIC_REDACTOR } from '../../shared/redact.ts';
 import type { Cancellation } from './cancellation.ts';
 import { TextAccumulator } from './text-accumulator.ts';
+import type { Approver, Steering } from '../runs/run.ts';
 
 export type Emit = (event: string, body: Record<string, unknown>) => void;
 
@@ -27,6 +28,10 @@ export interface LoopInput {
   toolChoice: ToolChoice | null;
   cancel: Cancellation;
   emit: Emit;
+  /** Where `steer`ed messages wait for the next boundary (before a model call); null: none are taken. */
+  steering: Steering | null;
+  /** Decides the calls of tools the agent's `approve_tools` names; null: none wait. */
+  approver: Approver | null;
 }
 
 export interface LoopResult {
@@ -107,6 +112,19 @@ async function streamStep(input: LoopInput, produced: readonly Message[], segmen
   return calls;
 }
 
+/** Holds each call of a tool in `approve_tools` for its approval, announcing it on the stream; null when no call waits. */
+function approvalGate(input: LoopInput): ToolGate | null {
+  const { approver, config, cancel, emit } = input;
+  const gated = config.approve_tools;
+  if (approver === null || gated.length === 0) return null;
+  const all = gated.includes('*');
+  return (call) => {
+    if (!all && !gated.includes(call.name)) return null;
+    emit('approval_required', { call_id: call.id, tool: call.name, arguments: call.arguments });
+    return approver.decide(call, config.approval_timeout_ms, cancel);
+  };
+}
+
 export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   const { agent, cancel, emit } = input;
   // The model already yields redacted text; tool output and errors are redacted here.
@@ -114,6 +132,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   const produced: Message[] = [];
   const usage = zeroUsage();
   const segments = new Segments(agent, emit);
+  const gate = approvalGate(input);
   let finalText = '';
   // Text of the step in progress: kept on cancel, as streamed text is never taken back.
   const stepText = new TextAccumulator();
@@ -124,11 +143,23 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
     if (toolCalls !== undefined) m.tool_calls = toolCalls;
     return m;
   };
-  const result = (stopReason: StopReason, error = ''): LoopResult => ({ stopReason, error, usage, finalText, produced });
+  /** Steered messages join the turn where the model will see them next; `emit` tells the stream. */
+  const steered = (contents: string[] | null | undefined): void => {
+    for (const content of contents ?? []) {
+      produced.push({ role: 'user', content });
+      emit('steered', { content });
+    }
+  };
+  // Messages steered in after the last boundary are stored after what the turn produced: accepted, never dropped.
+  const result = (stopReason: StopReason, error = ''): LoopResult => {
+    steered(input.steering?.close());
+    return { stopReason, error, usage, finalText, produced };
+  };
 
   try {
     for (let iteration = 0; iteration < input.config.max_iterations; iteration++) {
       cancel.throwIfAborted();
+      steered(input.steering?.take());
       stepText.clear();
       const calls = await streamStep(input, produced, segments, stepText, usage);
       if (!stepText.empty) finalText = stepText.text();
@@ -136,13 +167,20 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       if (calls.length === 0) {
         if (!stepText.empty) produced.push(assistant(stepText.text()));
         stepText.clear();
+        // A message steered in while the model answered gets an answer too, while steps are left.
+        const more = input.steering?.take();
+        if (more != null && iteration + 1 < input.config.max_iterations) {
+          steered(more);
+          continue;
+        }
+        steered(more);
         return result(finalText === '' ? StopReason.NoAction : StopReason.Text);
       }
 
       emit('tool_start', { calls });
       const onResult = (r: ToolResult): void =>
         emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error });
-      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, onResult, redactor);
+      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, onResult, redactor, gate);
       emit('tools_complete', {});
       // A tool call enters the history only together with its result.
       produced.push(assistant(stepText.text(), calls));

@@ -8,6 +8,7 @@ import type { AgentConfig, ProviderConfig } from '../config.ts';
 import { StopReason, type OnBusy, type ToolChoice } from '../protocol.ts';
 import type { ActiveConversation } from '../wire/ops.ts';
 import type { StoreLocation } from '../store-location.ts';
+import type { RunInfo, RunStatus } from '../wire/runs.ts';
 
 /** What a shard receives when it starts (workerData). */
 export interface ShardInit {
@@ -41,6 +42,8 @@ export interface ShardInit {
   stalled: StalledTurn[];
   /** Cluster mode: the tokens this node holds (SharedFences in partitions.ts), checked by every store write; null on a single node. */
   fences: SharedFencesInit | null;
+  /** How long an ended run can still be read and joined (`run_retention_ms`). */
+  runRetentionMs: number;
 }
 
 /** What a thread needs to read the node's partition tokens (see SharedFences). */
@@ -89,6 +92,46 @@ export interface TurnRequest {
   turnId: string | null;
   /** The fan-out chain a fired turn belongs to (its `done` continues it); 0 for a client's turn. */
   chain: number;
+  /** The run goes on when its connection closes, and keeps its frames for join_run (`detach`, or a stored turn named by a turn_id). */
+  detach: boolean;
+}
+
+/** `steer`: a user message for the pair's running turn, taken at its next boundary. */
+export interface SteerRequest {
+  type: 'steer';
+  conn: number;
+  req: number;
+  agent: string;
+  sender: string;
+  content: string;
+}
+
+/** `get_run`, `join_run` and `approve_tool`: answered by the shard the run id names. */
+export interface RunRequest {
+  type: 'get_run' | 'join_run' | 'approve_tool';
+  conn: number;
+  req: number;
+  runId: string;
+  afterSeq: number;
+  /** approve_tool only: the call, the decision, and the reason of a denial. */
+  callId?: string;
+  approve?: boolean;
+  reason?: string | null;
+}
+
+/** `list_runs`: every shard answers with its matching runs (a RunList of the same id). */
+export interface RunListQuery {
+  type: 'list_runs';
+  id: number;
+  agent: string | null;
+  sender: string | null;
+  status: RunStatus | null;
+  limit: number;
+}
+
+export interface RunList {
+  id: number;
+  runs: RunInfo[];
 }
 
 export interface KillRequest {
@@ -204,7 +247,7 @@ export interface StopRequest {
   type: 'stop';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery | SteerRequest;
 
 export type { ActiveConversation };
 
@@ -231,6 +274,7 @@ export interface FrameBatch {
   started: number[];
   done: number[];
   activeAnswers: ActiveAnswer[];
+  runLists: RunList[];
   /** Ids of PurgeAgent messages now complete. */
   purged: number[];
   /** Agent events as an event list, each body encoded once for every observer. */

@@ -6,7 +6,8 @@ export type AgentEventKind =
   | 'thinking_start' | 'thinking_delta' | 'thinking_end'
   | 'tool_start' | 'tool_result' | 'tools_complete'
   | 'compacted'
-  | 'done' | 'lagged' | 'chain_cut';
+  | 'done' | 'lagged' | 'chain_cut'
+  | 'steered' | 'waiting';
 
 /** One event of the agent event stream (`subscribe_events`). */
 export interface AgentEvent {
@@ -20,6 +21,8 @@ export interface AgentEvent {
   tool_is_error?: boolean;
   ephemeral: boolean;
   correlation_id?: number;
+  /** On run status changes (`steered`, `waiting`): the run. */
+  run_id?: string;
 }
 
 export interface SubscribeEventsArgs {

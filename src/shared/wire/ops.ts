@@ -14,6 +14,7 @@ import type { AdminOperations } from './admin.ts';
 import type { McpOperations } from './mcp.ts';
 import type { ScheduleOperations } from './schedules.ts';
 import type { WebhookOperations } from './webhooks.ts';
+import type { RunOperations } from './runs.ts';
 
 // Each area declares its own types and operations; this module is the one
 // door the client, main and the shards import them through.
@@ -26,9 +27,10 @@ export type * from './admin.ts';
 export type * from './mcp.ts';
 export type * from './schedules.ts';
 export type * from './webhooks.ts';
+export type * from './runs.ts';
 
 /** Every operation: its argument map, its reply variant and the variant's value. */
-export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations {}
+export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations {}
 
 export type OperationName = keyof Operations;
 export type ArgsOf<Op extends OperationName> = Operations[Op]['args'];
@@ -75,6 +77,11 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   list_webhooks: 'webhook_list',
   delete_webhook: 'pong',
   webhook_deliveries: 'webhook_deliveries',
+  get_run: 'run',
+  list_runs: 'runs',
+  join_run: 'stream',
+  steer: 'steered',
+  approve_tool: 'pong',
 };
 
 export const OPERATIONS = Object.keys(REPLY_VARIANT) as OperationName[];

@@ -9,6 +9,8 @@ export interface TurnArgs {
   on_busy?: OnBusy;
   /** Names the turn so a retry is replayed from storage, not run twice (at most 64 bytes). */
   turn_id?: string;
+  /** The run goes on when the connection closes (PROTOCOL §4.13). */
+  detach?: boolean;
 }
 
 export interface StreamArgs extends TurnArgs {
@@ -32,8 +34,9 @@ export interface CompactArgs extends PairArgs {
 }
 
 /** One `stream` frame's value: `{<event>: {...fields}}`. */
+/** Every stream frame's event carries `seq` (1, 2, 3, … within its run); only the `end` main writes for a run lost with its worker thread has none. */
 export interface StreamEventBodies {
-  start: { agent: string };
+  start: { agent: string; run_id?: string };
   text_start: { agent: string };
   text_end: { agent: string };
   chunk: { content: string };
@@ -46,13 +49,17 @@ export interface StreamEventBodies {
   tools_complete: Empty;
   /** The conversation was compacted before this turn: its history had passed the agent's `compact_threshold`. */
   compacted: { tokens_before: number; summary: string };
+  /** A message `steer` added to the running turn, where the model sees it. */
+  steered: { content: string };
+  /** The model called a tool the agent's `approve_tools` names: it waits for `approve_tool`. */
+  approval_required: { call_id: string; tool: string; arguments: string };
   end: EndEvent;
 }
 
 export type StreamEventName = keyof StreamEventBodies;
 
 /** A streamed turn event as the client yields it: the event name as `type`, plus its fields. */
-export type StreamEvent = { [K in StreamEventName]: { type: K } & StreamEventBodies[K] }[StreamEventName];
+export type StreamEvent = { [K in StreamEventName]: { type: K; seq?: number } & StreamEventBodies[K] }[StreamEventName];
 
 export interface SendResponse {
   agent: string;
@@ -61,6 +68,7 @@ export interface SendResponse {
   usage: Usage;
   /** Present on a retried turn answered from storage. */
   replayed?: boolean;
+  run_id?: string;
 }
 
 export interface CompactReply {

@@ -27,6 +27,8 @@ export interface ScheduleEngineOptions {
   /** A tick due longer than this before start was missed (no node ran then): catch_up decides whether it fires. */
   missedAfterMs: number;
   maxSchedules: number;
+  /** Test only: told right after this node's claim took a tick, before it fires. */
+  claimed?(name: string, due: number): void;
 }
 
 /** After a failed claim (another node holds the tick), how soon to look at the row again. */
@@ -133,6 +135,7 @@ export class ScheduleEngine {
     const { store, node, leaseMs, log } = this.#o;
     const now = Date.now();
     if (!(await store.call<boolean>({ call: 'claim', name: r.name, due, now, until: now + leaseMs, node }))) return this.#refresh(r.name);
+    this.#o.claimed?.(r.name, due);
     // A tick late by more than a period fires once: the next is the first after now.
     const next = nextTick(r, Math.max(Date.now(), due));
     try {

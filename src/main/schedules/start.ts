@@ -10,6 +10,18 @@ import { MemorySchedules, storedSchedules } from './schedule-store.ts';
 const SINGLE_NODE_LEASE_MS = 5_000;
 /** Cluster mode: how often each node reads the table for schedules other nodes changed. */
 const CLUSTER_RELOAD_MS = 1_000;
+/** Test only: a node that freshly claims a tick of a schedule whose name starts with this kills itself (docs/configuration.md, "Test only"). */
+const CLAIM_KILL_ENV = 'AGENTD_TEST_SCHEDULE_CLAIM_KILL';
+
+/** The test hook: SIGKILL on a fresh claim (not a takeover of a lapsed one, which comes a lease after the due time). */
+function claimKill(log: Logger, leaseMs: number): ((name: string, due: number) => void) | undefined {
+  const prefix = process.env[CLAIM_KILL_ENV];
+  if (prefix === undefined || prefix === '') return undefined;
+  log.warn(`${CLAIM_KILL_ENV} is set: a node claiming a tick of a "${prefix}..." schedule kills itself (tests only)`);
+  return (name, due) => {
+    if (name.startsWith(prefix) && Date.now() < due + leaseMs) process.kill(process.pid, 'SIGKILL');
+  };
+}
 
 export function startSchedules(config: ResolvedConfig, storage: StoragePool | null, bus: EventBus, log: Logger): ScheduleEngine {
   const cluster = config.cluster;
@@ -23,5 +35,6 @@ export function startSchedules(config: ResolvedConfig, storage: StoragePool | nu
     // In a cluster, a tick less than a lease overdue may be one a live node is about to fire.
     missedAfterMs: cluster?.lease_ms ?? 0,
     maxSchedules: config.maxSchedules,
+    claimed: claimKill(log, cluster?.lease_ms ?? SINGLE_NODE_LEASE_MS),
   });
 }

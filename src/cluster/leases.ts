@@ -274,7 +274,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   #bucketLost(kind: 'gone' | 'replaced'): void {
     this.#bucketWarnings.trouble(kind, kind === 'gone'
       ? 'cluster bucket is gone (NATS lost its store?): this node serves nothing, makes it again and takes partitions anew'
-      : 'cluster bucket was made anew or given a new epoch: this node serves nothing, binds it again and takes partitions anew', { bucket: this.#bucket });
+      : 'cluster bucket was made anew or given a new epoch (or another process runs as this node): this node serves nothing, binds it again and takes partitions anew', { bucket: this.#bucket });
     if (!this.#bound) return;
     this.#bound = false;
     this.#losses++;

@@ -181,3 +181,33 @@ describe('webhooks', () => {
     expect(await deliveries(c, 'x')).toHaveLength(1);
   });
 });
+
+describe('webhooks on runs', () => {
+  it('deliver approval_required when a run waits, and turn_end with how the turn ended', async () => {
+    const rx = new Receiver();
+    await rx.up();
+    const d = await testDaemon({ config: { ...CONFIG, agents: { guarded: { model: 'echo', approve_tools: ['peers'] } } } });
+    const c = await testClient(d);
+    await createHook(c, { name: 'runs', url: rx.url, events: ['approval_required', 'turn_end'] });
+    const it = c.stream('guarded', '/call peers {}', { sender: 'carol' })[Symbol.asyncIterator]();
+    let runId = '';
+    let callId = '';
+    for (let r = await it.next(); !r.done; r = await it.next()) {
+      if (r.value.type === 'start') runId = r.value.run_id ?? '';
+      if (r.value.type === 'approval_required') {
+        callId = r.value.call_id;
+        break;
+      }
+    }
+    await waitFor(() => rx.got.some((r) => r.body.kind === 'approval_required'), 'the approval_required delivery');
+    const asked = rx.got.find((r) => r.body.kind === 'approval_required')!.body.event as unknown as Record<string, unknown>;
+    expect(asked).toMatchObject({ kind: 'waiting', agent: 'guarded', sender: 'carol', run_id: runId, tool_calls: [{ id: callId, name: 'peers' }] });
+    await c.approveTool(runId, callId, true);
+    for (let r = await it.next(); !r.done; r = await it.next());
+    await waitFor(() => rx.got.some((r) => r.body.kind === 'turn_end'), 'the turn_end delivery');
+    const ended = rx.got.find((r) => r.body.kind === 'turn_end')!.body.event as unknown as Record<string, unknown>;
+    expect(ended).toMatchObject({ kind: 'done', run_id: runId, stop_reason: 'text' });
+    expect(ended.error).toBeUndefined();
+    for (const r of rx.got) expect(verifies(r, SECRET)).toBe(true);
+  });
+});

@@ -15,11 +15,11 @@ import { checkName } from '../schedules/schedule-spec.ts';
 /**
  * The kinds a webhook may ask for: `turn_end` is the agent event `done` (a
  * turn ended, however it ended); the others are agent events of the same
- * name, delivered once they flow (`approval_required` comes with runs).
+ * name, but `approval_required`, which is the agent event `waiting`.
  */
 export const WEBHOOK_EVENT_KINDS = ['turn_end', 'approval_required', 'tool_start', 'tool_result', 'chain_cut'] as const;
 /** The agent event kind each webhook kind is taken from, where the names differ. */
-export const AGENT_EVENT_OF: Readonly<Record<string, string>> = { turn_end: 'done' };
+export const AGENT_EVENT_OF: Readonly<Record<string, string>> = { turn_end: 'done', approval_required: 'waiting' };
 export const DEFAULT_MAX_ATTEMPTS = 8;
 const MAX_ATTEMPTS_CAP = 100;
 const MIN_SECRET = 16;

@@ -140,7 +140,11 @@ export class TurnReply {
     }
     if (req.correlationId !== null) ev.correlation_id = req.correlationId;
     if (kind === 'waiting') ev.tool_calls = [{ id: body.call_id as string, name: body.tool as string, arguments: body.arguments as string }];
-    if ((kind === 'steered' || kind === 'waiting') && this.#run !== null) ev.run_id = this.#run.id;
+    if ((kind === 'steered' || kind === 'waiting' || kind === 'done') && this.#run !== null) ev.run_id = this.#run.id;
+    if (kind === 'done') {
+      ev.stop_reason = body.stop_reason as StopReason;
+      if (body.error !== '') ev.error = body.error as string;
+    }
     this.#outbox.agentEvent(this.#agent, agentEventBody(ev));
   }
 
@@ -148,7 +152,7 @@ export class TurnReply {
     const req = this.#req;
     this.#frames.flush();
     this.#observed.flush();
-    if (this.#outbox.observing) this.#observe('done', { content: finalText });
+    if (this.#outbox.observing) this.#observe('done', { content: finalText, stop_reason: end.stop_reason, error: end.error });
     const finishedNormally = end.stop_reason !== StopReason.Cancelled && end.stop_reason !== StopReason.Error;
     const heard = finishedNormally && req.guest === null && !req.ephemeral && this.#outbox.doneWatched.has(req.agent);
     if (heard) this.#outbox.finished({ agent: req.agent, text: finalText, depth: req.depth, chain: req.chain });

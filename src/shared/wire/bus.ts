@@ -1,5 +1,6 @@
 /** The wire contract of the agent event stream (PROTOCOL §4.4) and the event bus (§4.5). */
 import type { Empty, ToolCall } from './common.ts';
+import type { StopReason } from '../protocol.ts';
 
 export type AgentEventKind =
   | 'text_start' | 'text_delta' | 'text_end'
@@ -21,8 +22,11 @@ export interface AgentEvent {
   tool_is_error?: boolean;
   ephemeral: boolean;
   correlation_id?: number;
-  /** On run status changes (`steered`, `waiting`): the run. */
+  /** On run status changes (`steered`, `waiting`) and on `done`: the run. */
   run_id?: string;
+  /** On `done`: how the turn ended, and its error when it failed or was cancelled. */
+  stop_reason?: StopReason;
+  error?: string;
 }
 
 export interface SubscribeEventsArgs {

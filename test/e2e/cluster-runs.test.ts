@@ -50,7 +50,7 @@ describe.skipIf(skip !== null)('runs in a cluster', () => {
     first.push(...(await until(it, 'chunk')));
     const runId = (first[0] as { run_id: string }).run_id;
     expect(await cc.steer('slow', 'and one more', sender)).toBe(runId);
-    await it.return?.();
+    await it.return?.(undefined);
     expect(await cc.getRun(runId)).toMatchObject({ run_id: runId, status: 'running', detached: true });
     const rest = await collect(cc.joinRun(runId, (first.at(-1) as { seq: number }).seq));
     expect(text([...first, ...rest])).toBe(`${WORDS}and one more`);

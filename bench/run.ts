@@ -7,7 +7,8 @@
  *
  * --baseline DIR: a built checkout of another commit (`npm run build` there);
  * suites that compare before/after (turncost; scaling, for its stored echo
- * turns) run its daemon beside this one.
+ * turns) run its daemon beside this one; runcost imports its shard sources
+ * into this process (no build needed there).
  *
  * Anchors: the floor (a minimal Node length-prefix server, bench/floor-server.mjs),
  * Redis when `redis-server` is on the PATH, and per suite what it names.
@@ -30,6 +31,7 @@ import * as memory from './suites/memory.ts';
 import * as micro from './suites/micro.ts';
 import * as costs from './suites/costs.ts';
 import * as turncost from './suites/turn-costs.ts';
+import * as runcost from './suites/run-costs.ts';
 import * as agents from './suites/agents.ts';
 import * as mcp from './suites/mcp.ts';
 import * as cluster from './suites/cluster.ts';
@@ -39,6 +41,7 @@ const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   micro: micro.run,
   costs: costs.run,
   turncost: turncost.run,
+  runcost: runcost.run,
   agents: agents.run,
   mcp: mcp.run,
   latency: latency.run,

@@ -23,6 +23,7 @@ import type { ClusterSettings } from '../shared/config.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ClusterStats } from '../shared/wire/ops.ts';
 import { partitionOf, SharedFences } from '../shared/partitions.ts';
+import { runIdHash } from '../shared/wire/run-id.ts';
 import type { Dispatch, Requester } from '../main/dispatch.ts';
 import type { ShardPool } from '../main/hosts/shard-pool.ts';
 import type { StoragePool } from '../main/hosts/storage-pool.ts';
@@ -33,7 +34,10 @@ import { LeaseManager } from './leases.ts';
 import { decodeMessage, encodeMessage } from './messages.ts';
 
 /** The operations addressed to one pair (`agent`, `sender`): each runs at the pair's owner. */
-export const PAIR_OPS: ReadonlySet<string> = new Set(['stream', 'send', 'kill', 'compact', 'get_conversation_history', 'delete_conversation']);
+export const PAIR_OPS: ReadonlySet<string> = new Set(['stream', 'send', 'kill', 'compact', 'get_conversation_history', 'delete_conversation', 'steer']);
+
+/** The operations addressed to one run (`run_id`): each runs at the owner of the pair whose hash the run id carries. */
+export const RUN_OPS: ReadonlySet<string> = new Set(['get_run', 'join_run', 'approve_tool']);
 
 /** Stand-in connection ids of forwarded requests: above any socket connection's (they count from 1). */
 const FORWARDED_ID_BASE = 0x8000_0000;
@@ -201,9 +205,8 @@ export class ClusterNode {
   /** The dispatch clients' requests go through: pair operations to their owners, the rest here. */
   readonly route: Dispatch = (from, req, body) => {
     const parts = this.#parts!;
-    const pair = pairOf(body, parts.defaultSender);
-    if (pair === null || parts.closing()) return parts.local(from, req, body);
-    const partition = partitionOf(pair.agent, pair.sender, this.settings.partitions);
+    const partition = partitionOfRequest(body, parts.defaultSender, this.settings.partitions);
+    if (partition === null || parts.closing()) return parts.local(from, req, body);
     this.#routeTo(from, req, body, partition, performance.now() + this.#holdMs);
   };
 
@@ -331,6 +334,17 @@ export class ClusterNode {
 }
 
 /** The pair a request addresses, or null (not a pair operation, or arguments the local dispatch will refuse). */
+/** The partition a pair or run request goes to; null for a request addressed to neither (or malformed: the local dispatch refuses it). */
+function partitionOfRequest(body: Record<string, unknown>, defaultSender: string, partitions: number): number | null {
+  const pair = pairOf(body, defaultSender);
+  if (pair !== null) return partitionOf(pair.agent, pair.sender, partitions);
+  const keys = Object.keys(body);
+  if (keys.length !== 1 || !RUN_OPS.has(keys[0]!)) return null;
+  const args = body[keys[0]!];
+  const hash = isPlainMap(args) && typeof args.run_id === 'string' ? runIdHash(args.run_id) : null;
+  return hash === null ? null : hash % partitions;
+}
+
 function pairOf(body: Record<string, unknown>, defaultSender: string): { agent: string; sender: string } | null {
   const keys = Object.keys(body);
   if (keys.length !== 1 || !PAIR_OPS.has(keys[0]!)) return null;

@@ -57,9 +57,10 @@ export class Run implements Steering, Approver {
   readonly kept: KeptFrames | null;
   /** Clients following the run live (join_run), null while none. */
   joiners: Joiner[] | null = null;
-  readonly pending: PendingApproval[] = [];
+  /** The calls it waits on; made at the first (a plain run allocates neither this nor #decisions). */
+  #pending: PendingApproval[] | null = null;
   /** How each pending approval is settled, by call id. */
-  readonly #decisions = new Map<string, (denial: string | null) => void>();
+  #decisions: Map<string, (denial: string | null) => void> | null = null;
   /** Steered messages waiting for the loop's next boundary. */
   #steers: string[] | null = null;
   /** False before the run starts and once its loop ended: a steer then gets 409. */
@@ -104,28 +105,30 @@ export class Run implements Steering, Approver {
 
   /** Holds the call until approve() settles it, it times out, or the run is cancelled; the run is `waiting` meanwhile. */
   decide(call: ToolCall, timeoutMs: number, cancel: Cancellation): Promise<string | null> {
+    const pending = (this.#pending ??= []);
+    const decisions = (this.#decisions ??= new Map());
     return new Promise((resolve) => {
       const entry: PendingApproval = { call_id: call.id, tool: call.name, arguments: call.arguments };
       const settle = (denial: string | null): void => {
         clearTimeout(timer);
         cancel.signal.removeEventListener('abort', onAbort);
-        this.#decisions.delete(call.id);
-        this.pending.splice(this.pending.indexOf(entry), 1);
-        if (this.pending.length === 0 && !this.ended) this.status = 'running';
+        decisions.delete(call.id);
+        pending.splice(pending.indexOf(entry), 1);
+        if (pending.length === 0 && !this.ended) this.status = 'running';
         resolve(denial);
       };
       const timer = setTimeout(() => settle('approval timed out'), timeoutMs);
       const onAbort = (): void => settle('cancelled while waiting for approval');
       cancel.signal.addEventListener('abort', onAbort, { once: true });
-      this.#decisions.set(call.id, settle);
-      this.pending.push(entry);
+      decisions.set(call.id, settle);
+      pending.push(entry);
       this.status = 'waiting';
     });
   }
 
   /** Settles a pending call: true when the run was waiting on it. */
   approve(callId: string, approve: boolean, reason: string | null): boolean {
-    const settle = this.#decisions.get(callId);
+    const settle = this.#decisions?.get(callId);
     if (settle === undefined) return false;
     settle(approve ? null : reason === null ? 'denied' : `denied: ${reason}`);
     return true;
@@ -150,7 +153,7 @@ export class Run implements Steering, Approver {
       status: this.status,
       detached: this.detached,
       created_at: new Date(this.createdAt).toISOString(),
-      pending_approvals: [...this.pending],
+      pending_approvals: this.#pending === null ? [] : [...this.#pending],
     };
     if (this.ended) {
       info.ended_at = new Date(this.endedAt).toISOString();

@@ -1,0 +1,71 @@
+/**
+ * Runs in a cluster (three real nodes on one NATS and one PostgreSQL
+ * database): every run operation reaches the node that owns the run's pair,
+ * whichever node the client is on, because the run id carries the pair's
+ * hash. Without NATS or PostgreSQL: fails under CI, skipped elsewhere, saying why.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
+import { collect, testClient, testDaemon, type Daemon } from '../helpers/daemon.ts';
+import { keyOwnedBy, settled } from '../helpers/cluster.ts';
+import { needPostgres, testDatabase, type TestDatabase } from '../helpers/postgres.ts';
+import { NATS_URL, needNats, testClusterName } from '../helpers/nats.ts';
+import { text } from '../helpers/events.ts';
+
+const skip = (await needNats()) ?? (await needPostgres());
+
+const PARTITIONS = 16;
+const AGENTS = { slow: { model: 'echo', echo: { delay_ms: 20 } }, guarded: { model: 'echo', approve_tools: ['peers'] } };
+const NAMES = ['a', 'b', 'c'];
+const WORDS = Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ');
+
+function node(db: TestDatabase, name: string, nodeName: string): Promise<Daemon> {
+  return testDaemon({
+    config: { agents: AGENTS, cluster: { name, partitions: PARTITIONS, lease_ms: 2_000 } },
+    args: ['--store', db.url, '--cluster', NATS_URL, '--node', nodeName],
+  });
+}
+
+async function until(it: AsyncIterator<StreamEvent>, type: string): Promise<StreamEvent[]> {
+  const seen: StreamEvent[] = [];
+  for (let r = await it.next(); !r.done; r = await it.next()) {
+    seen.push(r.value);
+    if (r.value.type === type) return seen;
+  }
+  throw new Error(`the stream ended before ${type}`);
+}
+
+describe.skipIf(skip !== null)('runs in a cluster', () => {
+  it('get_run, join_run, steer and approve_tool reach the pair\'s owner from any node', async () => {
+    const db = await testDatabase();
+    const name = testClusterName();
+    const nodes = [await node(db, name, 'a'), await node(db, name, 'b'), await node(db, name, 'c')];
+    const [ca, cb, cc] = (await Promise.all(nodes.map((d) => testClient(d)))) as [AgentdClient, AgentdClient, AgentdClient];
+    await settled([ca, cb, cc], NAMES, PARTITIONS);
+    const sender = keyOwnedBy('b', NAMES, PARTITIONS, 'slow', 'runs');
+
+    // A detached stream through a (served at b), left after a few chunks, followed again through c.
+    const first: StreamEvent[] = [];
+    const it = ca.stream('slow', WORDS, { sender, detach: true })[Symbol.asyncIterator]();
+    first.push(...(await until(it, 'chunk')));
+    const runId = (first[0] as { run_id: string }).run_id;
+    expect(await cc.steer('slow', 'and one more', sender)).toBe(runId);
+    await it.return?.(undefined);
+    expect(await cc.getRun(runId)).toMatchObject({ run_id: runId, status: 'running', detached: true });
+    const rest = await collect(cc.joinRun(runId, (first.at(-1) as { seq: number }).seq));
+    expect(text([...first, ...rest])).toBe(`${WORDS}and one more`);
+    expect(await ca.getRun(runId)).toMatchObject({ status: 'done' });
+
+    // A call waiting for approval at b, approved through c.
+    const guardedSender = keyOwnedBy('b', NAMES, PARTITIONS, 'guarded', 'approve');
+    const g = ca.stream('guarded', '/call peers {}', { sender: guardedSender })[Symbol.asyncIterator]();
+    const waiting = await until(g, 'approval_required');
+    const guardedRun = (waiting[0] as { run_id: string }).run_id;
+    expect(await cc.getRun(guardedRun)).toMatchObject({ status: 'waiting' });
+    await cc.approveTool(guardedRun, 'call_1_1', true);
+    const after: StreamEvent[] = [];
+    for (let r = await g.next(); !r.done; r = await g.next()) after.push(r.value);
+    expect(after[0]).toMatchObject({ type: 'tool_result', is_error: false });
+    expect(after.at(-1)).toMatchObject({ type: 'end', stop_reason: 'text' });
+  }, 240_000);
+});

@@ -217,7 +217,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connections = new Map<number, Connection>();
   const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, log });
   mcp.events.limitWith(pool.budget);
-  const observers = new ObserverHub((watching) => topology.watchingChanged(watching), config.maxObservers, pool.budget);
+  const observers = new ObserverHub((watching) => topology.watchingChanged(watching), config.maxObservers, pool.budget, { backlogBytes: config.observerBacklogBytes, stallMs: config.observerStallMs });
   /** Agent events (`chain_cut` as well as the shards'): to this node's observers, then wherever the topology shares them. */
   const agentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]): void => {
     observers.broadcast(agentNames, bodies);

@@ -17,6 +17,7 @@ export function limitsOf(config: ResolvedConfig): Readonly<Record<string, number
     max_queued_turns: config.maxQueuedTurns,
     max_chain_turns: config.maxChainTurns,
     max_elements: config.maxElements,
+    max_event_payload_bytes: config.maxEventPayloadBytes,
   });
 }
 

@@ -174,6 +174,9 @@ const FILE_SCHEMA = z
     max_chain_turns: atLeast(1),
     max_queued_turns: atLeast(1),
     wal_max_bytes: atLeast(1),
+    max_event_payload_bytes: atLeast(1),
+    observer_backlog_bytes: atLeast(1),
+    observer_stall_ms: atLeast(1),
     cluster: z.custom<Record<string, unknown>>(isPlainMap, { error: 'must be an object {nats, node, name, partitions, lease_ms}' }),
   })
   .partial();

@@ -12,7 +12,12 @@
  * with two subscriptions firing turns, two observers (one reading at full
  * speed, one slowly), a slow reader of long streams, and the runaway agent
  * `hot` (echo cpu_us 200,000, delay_ms 1,000: 0.2 s of shard CPU per word).
- * Senders move to a fresh conversation every 200 turns.
+ * Senders move to a fresh conversation every 200 turns. In the background,
+ * antagonists (bench/lib/soak-antagonists.ts) repeat the worst of what one
+ * client can do: observers that never read, a 1 MiB publish to 8
+ * subscriptions (and one past the payload cap), pipelined history reads by a
+ * connection that reads none, searches whose client leaves, and an agent
+ * burning echo's maximum cpu_us per word.
  *
  * The run is cut into 10 intervals (a tenth of the run, at most 60 s: one a
  * minute in the default 10-minute run, 12 s in a 2-minute run); each prints one line:
@@ -48,6 +53,7 @@ import { startAgentd, type Proc } from './lib/processes.ts';
 import { processCpuSeconds } from './lib/load.ts';
 import { fileBytes, judge, openFds, probedHeap, residentBytes, TurnMeter, type Bound, type Sample, type TrendVerdict } from './lib/soak-metrics.ts';
 import * as drive from './lib/soak-drivers.ts';
+import * as antagonist from './lib/soak-antagonists.ts';
 
 const MIB = 1024 * 1024;
 const INTERVALS = 10;
@@ -86,6 +92,7 @@ const AGENTS = {
   assistant: { model: 'echo' },
   slow: { model: 'echo', echo: { delay_ms: 20 } },
   hot: { model: 'echo', echo: { cpu_us: 200_000, delay_ms: 1_000 } },
+  ...antagonist.ANTAGONIST_AGENTS,
 };
 
 function options(): { totalSeconds: number; workers: number; malloc: 'agentd' | 'glibc' } {
@@ -103,7 +110,7 @@ function options(): { totalSeconds: number; workers: number; malloc: 'agentd' | 
 /** Starts every driver; returns their loops, to await once the load stops. */
 async function startLoad(load: drive.Load): Promise<{ loops: Promise<void>[]; clients: AgentdClient[] }> {
   const connect = (): Promise<AgentdClient> => AgentdClient.connect({ path: load.socketPath });
-  const clients = await Promise.all(Array.from({ length: 9 }, connect));
+  const clients = await Promise.all(Array.from({ length: 12 }, connect));
   const at = (i: number): AgentdClient => clients[i]!;
   await at(7).subscribe('soak:tick', 'assistant');
   await at(7).subscribe('soak:tick', 'slow');
@@ -121,6 +128,11 @@ async function startLoad(load: drive.Load): Promise<{ loops: Promise<void>[]; cl
     drive.observer(load, true),
     drive.observer(load, false),
     drive.slowStreamReader(load),
+    antagonist.observerFlood(load),
+    antagonist.bigPublish(load, at(9)),
+    antagonist.historyNonReader(load, at(10)),
+    antagonist.searchAndLeave(load),
+    antagonist.cpuRunaway(load, at(11)),
   );
   return { loops, clients };
 }

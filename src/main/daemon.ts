@@ -243,7 +243,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   mcp.events.limitWith(pool.budget);
   // The shards emit agent events while observers or webhooks want them.
   const webhooks = startWebhooks(config, storage, log, (want) => topology.watchingChanged(want || observers.count > 0));
-  const observers = new ObserverHub((watching) => topology.watchingChanged(watching || webhooks.wantsEvents), config.maxObservers, pool.budget);
+  const observers = new ObserverHub((watching) => topology.watchingChanged(watching || webhooks.wantsEvents), config.maxObservers, pool.budget, { backlogBytes: config.observerBacklogBytes, stallMs: config.observerStallMs });
   /** Agent events (`chain_cut` as well as the shards'): to this node's observers, then wherever the topology shares them. */
   const agentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]): void => {
     observers.broadcast(agentNames, bodies);

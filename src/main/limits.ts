@@ -20,6 +20,7 @@ export function limitsOf(config: ResolvedConfig): Readonly<Record<string, number
     max_schedules: config.maxSchedules,
     max_webhooks: config.maxWebhooks,
     max_webhook_outbox: config.maxWebhookOutbox,
+    max_event_payload_bytes: config.maxEventPayloadBytes,
   });
 }
 

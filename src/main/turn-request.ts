@@ -2,6 +2,7 @@
 import type { OnBusy, ToolChoice } from '../shared/protocol.ts';
 import { BUS_CONN, type TurnRequest } from '../shared/threads/shard-messages.ts';
 import type { ContentBytes } from './net/request-body.ts';
+import { sharedPayload } from './bus/shared-payload.ts';
 
 /** What a turn must say; everything else takes the default of a plain stored turn. */
 export interface TurnFields {
@@ -47,7 +48,7 @@ export function turnRequest(f: TurnFields): TurnRequest {
   return msg;
 }
 
-/** The turn a fired subscription runs: for the pair (target agent, `event:<source>`), answering no one. */
+/** The turn a fired subscription runs: for the pair (target agent, `event:<source>`), answering no one; a big payload travels as bytes shared by every fire of its publish. */
 export function busTurn(agent: string, source: string, payload: string, depth: number, chain: number): TurnRequest {
-  return turnRequest({ conn: BUS_CONN, req: 0, mode: 'event', agent, sender: `event:${source}`, content: payload, depth, chain });
+  return turnRequest({ conn: BUS_CONN, req: 0, mode: 'event', agent, sender: `event:${source}`, content: sharedPayload(payload), depth, chain });
 }

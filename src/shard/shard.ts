@@ -10,6 +10,7 @@ import type { FromShard, OutputBuffers, ShardInit, StopRequest, ToShard } from '
 import { createLogger } from '../shared/log.ts';
 import { decodeTurnContent } from '../shared/codec.ts';
 import { Outbox } from './outbox.ts';
+import { Inbox } from './inbox.ts';
 import { openConversationStorage } from '../storage/backends.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 import { Models } from '../models/index.ts';
@@ -41,6 +42,19 @@ const scheduler = new TurnScheduler({
   harness: new Harness(init.harnessPort, init.home, init.providers, new McpTools(init.mcpPort)),
 });
 
+/** Main's messages, in order, a slice per event-loop turn (Inbox); `active_query` answered on arrival. */
+const inbox = new Inbox<ToShard>(
+  (msg) => {
+    if (msg.type === 'turn') decodeTurnContent(msg); // a big content arrives as bytes main left undecoded
+    if (init.crashToken !== null && msg.type === 'turn' && msg.content === init.crashToken) {
+      // Test-only fault injection (AGENTD_TEST_CRASH_TOKEN): die like a real bug would.
+      throw new Error(`shard ${init.index}: crash injected by AGENTD_TEST_CRASH_TOKEN`);
+    }
+    scheduler.handle(msg);
+  },
+  (msg) => msg.type === 'active_query',
+);
+
 startHeartbeat(init.heartbeat, init.heartbeatMs);
 // Before any message is taken (main's messages wait in the port until the
 // listener below is added): the pair's next turn must see how the stalled one ended.
@@ -59,14 +73,7 @@ port.on('message', (batch: ToShard[] | WriterPortMessage | StopRequest | OutputB
     // Main replaced the turn writer: batches waiting on the old one have failed already.
     return writer?.attach(batch.port);
   }
-  for (const msg of batch) {
-    if (msg.type === 'turn') decodeTurnContent(msg); // a big content arrives as bytes main left undecoded
-    if (init.crashToken !== null && msg.type === 'turn' && msg.content === init.crashToken) {
-      // Test-only fault injection (AGENTD_TEST_CRASH_TOKEN): die like a real bug would.
-      throw new Error(`shard ${init.index}: crash injected by AGENTD_TEST_CRASH_TOKEN`);
-    }
-    scheduler.handle(msg);
-  }
+  inbox.take(batch);
 });
 
 port.postMessage({ type: 'ready' } satisfies FromShard);

@@ -31,12 +31,21 @@ export function utf8Text(bytes: Uint8Array): string {
 }
 
 /**
+ * Texts already decoded from shared bytes: the turns one publish fires carry
+ * the same bytes (one object in a batch of messages), so they share one text.
+ */
+const decodedTexts = new WeakMap<Uint8Array, string>();
+
+/**
  * Moves a big turn's content from the bytes main left undecoded into its
- * text (the shard does this once, when the turn arrives).
+ * text (the shard does this once, when the turn arrives; once per bytes).
  */
 export function decodeTurnContent(msg: { content: string; contentBytes?: Uint8Array | null }): void {
-  if (msg.contentBytes === undefined || msg.contentBytes === null) return;
-  msg.content = utf8Text(msg.contentBytes);
+  const bytes = msg.contentBytes;
+  if (bytes === undefined || bytes === null) return;
+  let text = decodedTexts.get(bytes);
+  if (text === undefined) decodedTexts.set(bytes, (text = utf8Text(bytes)));
+  msg.content = text;
   msg.contentBytes = null;
 }
 

@@ -174,6 +174,12 @@ export interface ResolvedConfig {
   walMaxBytes: number;
   /** How long an ended run can still be read (get_run) and joined (join_run). */
   runRetentionMs: number;
+  /** Largest `publish_event` payload (UTF-8 bytes of its text); beyond it 413. */
+  maxEventPayloadBytes: number;
+  /** Unsent output past which a connection's agent events are dropped; it is cut if its peer then reads nothing for 3 s. */
+  observerBacklogBytes: number;
+  /** A connection past observerBacklogBytes whose peer reads nothing for this long is cut (a slow consumer). */
+  observerStallMs: number;
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
@@ -225,6 +231,9 @@ export const DEFAULTS = {
   webhookBackoffMs: 10_000,
   webhookTimeoutMs: 10_000,
   runRetentionMs: 600_000,
+  maxEventPayloadBytes: 1024 * 1024,
+  observerBacklogBytes: 4 * 1024 * 1024,
+  observerStallMs: 3_000,
 } as const;
 
 const AGENT_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;

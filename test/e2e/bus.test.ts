@@ -148,7 +148,8 @@ describe('the agent event stream', () => {
   });
 
   it('a stalled observer loses events and is told how many; a second observer gets everything; the turn is not slowed', async () => {
-    const d = await daemon();
+    // Not cut as a slow consumer while it waits here: that is observer-non-reader.test.ts.
+    const d = await daemon({ config: { ...CONFIG, observer_stall_ms: 600_000 } });
     const c = await client(d);
     const stalled = await RawConn.open(d.socketPath);
     onTestFinished(() => stalled.close());

@@ -9,6 +9,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { StoragePool } from '../hosts/storage-pool.ts';
 import { tooMany } from '../limits.ts';
 import { ChainBudget } from './chain-budget.ts';
+import { FireQueue } from './fire-queue.ts';
 import { DEFAULTS } from '../../shared/config.ts';
 import type { SubscriptionInfo } from '../../shared/wire/ops.ts';
 
@@ -66,6 +67,8 @@ export class EventBus {
   readonly #bySource = new Map<string, Subscription[]>();
   #doneWatchDirty = false;
   readonly #chains: ChainBudget;
+  /** Fires waiting to start, a slice per event-loop turn (FireQueue). */
+  readonly #fires = new FireQueue();
   #nextId = 1;
   /** Subscriptions being stored: they count against the limit before they are in the table. */
   #adding = 0;
@@ -199,7 +202,10 @@ export class EventBus {
    * Fires every subscription of `source` (exact match) and removes the `once`
    * ones; resolves with how many fired, once those removals are stored.
    * `depth` is how many fires led to this publish (0 from a client); `chain`
-   * the fan-out chain it continues (0: it starts one).
+   * the fan-out chain it continues (0: it starts one). What fires is decided
+   * now, before this call yields (a `once` subscription leaves the table, the
+   * chain's budget is counted); the turns start through the fire queue, in
+   * order, a slice per event-loop turn.
    */
   async publish(source: string, payload: string, depth: number, chain = 0): Promise<number> {
     const subs = this.#bySource.get(source);
@@ -211,21 +217,12 @@ export class EventBus {
     const inChain = this.#chains.begin(chain);
     let fired = 0;
     const used: number[] = [];
+    const admitted: Subscription[] = [];
     const storage = this.#opts.storage;
     for (const sub of subs) {
       if (sub.removed) continue;
       if (this.#opts.cluster !== undefined && sub.once && storage !== null) {
-        // Within the chain's budget first (a cut chain does not use it up), then the store's claim: only the node whose delete took the row fires it.
-        if (!this.#admit(sub, inChain)) continue;
-        this.#remove(sub);
-        const took = await storage.run<number>({ op: 'subscription_delete', ids: [sub.id] });
-        if (took !== 1) {
-          this.#chains.unadmit(inChain);
-          continue;
-        }
-        this.#opts.cluster.changed();
-        if (this.#opts.fire(sub, payload, depth + 1, inChain)) fired++;
-        else this.#chains.unadmit(inChain);
+        if (await this.#fireClaimed(sub, payload, depth, inChain, storage)) fired++;
         continue;
       }
       if (!this.#admit(sub, inChain)) continue;
@@ -233,12 +230,41 @@ export class EventBus {
         this.#remove(sub);
         used.push(sub.id);
       }
-      if (this.#opts.fire(sub, payload, depth + 1, inChain)) fired++;
-      else this.#chains.unadmit(inChain);
+      admitted.push(sub);
     }
+    const started = new Promise<number>((done) => {
+      this.#fires.add({
+        fires: admitted,
+        fire: (sub) => {
+          if (this.#opts.fire(sub, payload, depth + 1, inChain)) return true;
+          this.#chains.unadmit(inChain);
+          return false;
+        },
+        done,
+      });
+    });
     this.#chains.settle(inChain);
     if (used.length > 0) await this.#opts.storage?.run({ op: 'subscription_delete', ids: used });
-    return fired;
+    return fired + (await started);
+  }
+
+  /**
+   * Cluster mode, a `once` subscription: within the chain's budget first (a
+   * cut chain does not use it up), then the store's claim: only the node
+   * whose delete took the row fires it.
+   */
+  async #fireClaimed(sub: Subscription, payload: string, depth: number, inChain: number, storage: StoragePool): Promise<boolean> {
+    if (!this.#admit(sub, inChain)) return false;
+    this.#remove(sub);
+    const took = await storage.run<number>({ op: 'subscription_delete', ids: [sub.id] });
+    if (took !== 1) {
+      this.#chains.unadmit(inChain);
+      return false;
+    }
+    this.#opts.cluster!.changed();
+    if (this.#opts.fire(sub, payload, depth + 1, inChain)) return true;
+    this.#chains.unadmit(inChain);
+    return false;
   }
 
   /** Counts a fire against its chain; past the budget it is dropped (logged and shown once per chain). */

@@ -1,16 +1,21 @@
 /**
  * The agent event stream's observers (`subscribe_events`). Shards encode each
  * agent event once; main writes those same bytes to every observer, behind a
- * header naming that observer's request, one write per observer per batch.
+ * header naming that observer's request (observer-frames.ts: a big event's
+ * body is one buffer every observer's socket shares, not a copy each).
  * An observer that reads too slowly loses events instead of slowing anyone:
- * past a backlog bound its events are dropped and counted, and the first
- * frame after the gap says how many.
+ * past `observer_backlog_bytes` of unsent output on its connection its events
+ * are dropped and counted, and the first frame after the gap says how many.
+ * A connection that stays past that bound and reads nothing for
+ * `observer_stall_ms` is cut, as NATS cuts a slow consumer: what it held is
+ * released.
  */
 import { FLAG_LAST, frameOf } from '../../shared/codec.ts';
-import { FRAME_ID_OFFSET, HEADER_BYTES, writeFrame } from '../../shared/byte-layouts.ts';
 import { tooMany } from '../limits.ts';
 import { agentEventBody, closedBody } from '../../shared/wire/frames.ts';
 import type { ConnectionBudget } from '../hosts/inflight-budget.ts';
+import { DEFAULTS } from '../../shared/config.ts';
+import { buildTemplate, framesFor, type Template } from './observer-frames.ts';
 
 /** What an observer needs of its connection. */
 export interface ObserverSink {
@@ -18,6 +23,10 @@ export interface ObserverSink {
   /** Bytes queued on the socket and not yet sent. */
   backlog(): number;
   write(frame: Uint8Array): void;
+  /** Writes several pieces as one run of output (buffers may be shared with other sinks); `write` of each when absent. */
+  writeChunks?(chunks: readonly Uint8Array[]): void;
+  /** Over the observer backlog bound: cut the connection if its peer reads nothing for `stallMs` (absent: never cut). */
+  slowConsumer?(backlogBytes: number, stallMs: number): void;
 }
 
 interface Observer {
@@ -29,11 +38,17 @@ interface Observer {
 }
 
 /**
- * Backlog past which an observer's events are dropped: memory per observer
- * stays bounded. Generous enough that an observer reading at full speed never
- * loses events to one turn's burst (a whole reply can arrive in one batch).
+ * The default bound on a connection's unsent output past which its events
+ * are dropped (`observer_backlog_bytes`): generous enough that an observer
+ * reading at full speed never loses events to one turn's burst.
  */
-export const OBSERVER_BACKLOG_BYTES = 4 * 1024 * 1024;
+export const OBSERVER_BACKLOG_BYTES = DEFAULTS.observerBacklogBytes;
+
+/** `observer_backlog_bytes` and `observer_stall_ms`. */
+export interface SlowConsumerBounds {
+  backlogBytes: number;
+  stallMs: number;
+}
 
 export class ObserverHub {
   readonly #byConn = new Map<number, Map<number, Observer>>();
@@ -41,16 +56,24 @@ export class ObserverHub {
   readonly #onCountChange: (watching: boolean) => void;
   readonly #maxPerConnection: number;
   readonly #budget: ConnectionBudget | null;
+  readonly #slow: SlowConsumerBounds;
 
   /**
    * `onCountChange(true)` when the first observer arrives, `(false)` when the
    * last leaves; `maxPerConnection` is `max_observers` (unlimited when absent);
-   * each open stream also holds one of its connection's `budget` (max_inflight_per_connection).
+   * each open stream also holds one of its connection's `budget` (max_inflight_per_connection);
+   * `slow` says when a connection's events are dropped and when it is cut.
    */
-  constructor(onCountChange: (watching: boolean) => void, maxPerConnection = Infinity, budget: ConnectionBudget | null = null) {
+  constructor(
+    onCountChange: (watching: boolean) => void,
+    maxPerConnection = Infinity,
+    budget: ConnectionBudget | null = null,
+    slow: SlowConsumerBounds = { backlogBytes: OBSERVER_BACKLOG_BYTES, stallMs: DEFAULTS.observerStallMs },
+  ) {
     this.#onCountChange = onCountChange;
     this.#maxPerConnection = maxPerConnection;
     this.#budget = budget;
+    this.#slow = slow;
   }
 
   get count(): number {
@@ -103,8 +126,8 @@ export class ObserverHub {
   /**
    * Writes a batch of encoded `agent_event` bodies to every observer that
    * wants them. The frames of a batch are laid out once per filter (all
-   * agents, or one agent) as a template; each observer gets a copy with its
-   * request id patched into the headers, in one write.
+   * agents, or one agent) as a template; each observer gets its own headers,
+   * with its request id, around bodies every observer shares.
    */
   broadcast(agents: readonly string[], bodies: readonly Uint8Array[]): void {
     if (this.#count === 0) return;
@@ -112,10 +135,11 @@ export class ObserverHub {
     for (const mine of this.#byConn.values()) {
       for (const obs of mine.values()) {
         let t = templates.get(obs.agent);
-        if (t === undefined) templates.set(obs.agent, (t = template(agents, bodies, obs.agent)));
+        if (t === undefined) templates.set(obs.agent, (t = buildTemplate(agents, bodies, obs.agent)));
         if (t.count === 0) continue;
-        if (obs.sink.backlog() > OBSERVER_BACKLOG_BYTES) {
+        if (obs.sink.backlog() > this.#slow.backlogBytes) {
           obs.dropped += t.count;
+          obs.sink.slowConsumer?.(this.#slow.backlogBytes, this.#slow.stallMs);
           continue;
         }
         if (obs.dropped > 0) {
@@ -123,36 +147,11 @@ export class ObserverHub {
           obs.sink.write(frameOf(obs.req, 0, lagged));
           obs.dropped = 0;
         }
-        const copy = Buffer.from(t.bytes); // the socket keeps it until sent: each observer needs its own
-        for (const at of t.idOffsets) copy.writeUInt32BE(obs.req, at);
-        obs.sink.write(copy);
+        const chunks = framesFor(t, obs.req);
+        if (chunks.length === 1) obs.sink.write(chunks[0]!);
+        else if (obs.sink.writeChunks !== undefined) obs.sink.writeChunks(chunks);
+        else for (const c of chunks) obs.sink.write(c);
       }
     }
   }
-}
-
-interface Template {
-  bytes: Buffer;
-  /** Where each frame's request id goes. */
-  idOffsets: number[];
-  count: number;
-}
-
-function template(agents: readonly string[], bodies: readonly Uint8Array[], only: string | null): Template {
-  let size = 0;
-  let count = 0;
-  for (let i = 0; i < bodies.length; i++) {
-    if (only !== null && agents[i] !== only) continue;
-    size += HEADER_BYTES + bodies[i]!.length;
-    count++;
-  }
-  const bytes = Buffer.allocUnsafe(size);
-  const idOffsets: number[] = [];
-  let at = 0;
-  for (let i = 0; i < bodies.length; i++) {
-    if (only !== null && agents[i] !== only) continue;
-    idOffsets.push(at + FRAME_ID_OFFSET);
-    at = writeFrame(bytes, at, 0, 0, bodies[i]!); // id 0: each observer patches in its own
-  }
-  return { bytes, idOffsets, count };
 }

@@ -62,7 +62,8 @@ export class Connection implements FrameSink {
   #paused = false;
   #cancelTurnsOnClose = true;
   #authTimer: NodeJS.Timeout | null = null;
-  #stallTimer: NodeJS.Timeout | null = null;
+  /** Watches for a peer that reads nothing: past the hard limit, and (observers) past the observer backlog bound. */
+  readonly #stallTimers: { hard: NodeJS.Timeout | null; slow: NodeJS.Timeout | null } = { hard: null, slow: null };
   /** True while one read's requests are handled (a paused socket is not read). */
   #reading = false;
   /** Replies collected while one read is handled; null outside a read. */
@@ -197,6 +198,20 @@ export class Connection implements FrameSink {
     // After end(), Node answers a write by destroying the socket, losing what is still queued (a 413).
     if (this.#state !== 'open') return written?.();
     this.#socket.write(frames, written && ((): void => written()));
+    this.#flowControl();
+  }
+
+  /** Writes pieces as one run of output (one writev); the socket keeps references, so a piece may be shared with other connections. */
+  writeChunks(chunks: readonly Uint8Array[]): void {
+    if (this.#state !== 'open') return;
+    this.#socket.cork();
+    for (const c of chunks) this.#socket.write(c);
+    this.#socket.uncork();
+    this.#flowControl();
+  }
+
+  /** Flow control after a write: pause reading past the high-water mark; past the hard limit, cut a peer that reads nothing. */
+  #flowControl(): void {
     const queued = this.#socket.writableLength;
     if (queued > this.#limits.hardLimitBytes && this.#reading) {
       // A paused socket is not read, so this is one read's own replies, unread,
@@ -209,7 +224,12 @@ export class Connection implements FrameSink {
       this.#paused = true;
       this.#socket.pause();
     }
-    if (queued > this.#limits.hardLimitBytes) this.#watchForStall();
+    if (queued > this.#limits.hardLimitBytes) this.#watchForStall('hard', this.#limits.hardLimitBytes, STALLED_READER_MS);
+  }
+
+  /** Its agent events are past the observer backlog bound: a peer that reads nothing for `stallMs` is cut (a slow consumer). */
+  slowConsumer(backlogBytes: number, stallMs: number): void {
+    if (this.#state === 'open') this.#watchForStall('slow', backlogBytes, stallMs);
   }
 
   /**
@@ -227,21 +247,21 @@ export class Connection implements FrameSink {
   }
 
   /**
-   * Over the hard limit: checks every STALLED_READER_MS whether the peer took
-   * anything; a reader this far behind that reads nothing is gone in all but
-   * name, so stop paying for it.
+   * Over `bound` unsent bytes (the hard limit, or the observer backlog bound):
+   * checks every `ms` whether the peer took anything; a reader this far
+   * behind that reads nothing is gone in all but name, so stop paying for it.
    */
-  #watchForStall(): void {
-    if (this.#stallTimer !== null) return;
+  #watchForStall(which: 'hard' | 'slow', bound: number, ms: number): void {
+    if (this.#stallTimers[which] !== null) return;
     const atStart = this.#readProgress();
-    this.#stallTimer = setTimeout(() => {
-      this.#stallTimer = null;
-      if (this.#state === 'closed' || this.#socket.writableLength <= this.#limits.hardLimitBytes) return;
+    this.#stallTimers[which] = setTimeout(() => {
+      this.#stallTimers[which] = null;
+      if (this.#state === 'closed' || this.#socket.writableLength <= bound) return;
       const now = this.#readProgress();
       const tookSome = now.completed > atStart.completed || now.inFlightLeft < atStart.inFlightLeft;
-      if (tookSome) this.#watchForStall();
+      if (tookSome) this.#watchForStall(which, bound, ms);
       else this.#socket.destroy();
-    }, STALLED_READER_MS).unref();
+    }, ms).unref();
   }
 
   /** Bytes queued on the socket and not yet sent (observers drop events past a bound). */
@@ -258,9 +278,16 @@ export class Connection implements FrameSink {
     return new Promise((resolve) => this.#socket.write(EMPTY, () => resolve()));
   }
 
+  #clearStallTimers(): void {
+    for (const which of ['hard', 'slow'] as const) {
+      const t = this.#stallTimers[which];
+      if (t !== null) clearTimeout(t);
+      this.#stallTimers[which] = null;
+    }
+  }
+
   readonly #onDrain = (): void => {
-    if (this.#stallTimer !== null) clearTimeout(this.#stallTimer);
-    this.#stallTimer = null;
+    this.#clearStallTimers();
     if (this.#paused) {
       this.#paused = false;
       this.#socket.resume();
@@ -301,7 +328,7 @@ export class Connection implements FrameSink {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     this.#clearAuthTimer();
-    if (this.#stallTimer !== null) clearTimeout(this.#stallTimer);
+    this.#clearStallTimers();
     this.#decoder.stop();
     this.#host.closed(this, this.#cancelTurnsOnClose);
   };

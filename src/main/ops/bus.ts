@@ -36,6 +36,10 @@ export const busOps: OpTable<BusOp> = {
     const raw = args.raw('payload');
     // The payload becomes a user message: text as is, anything else as JSON.
     const payload = typeof raw === 'string' ? raw : raw === undefined ? '' : JSON.stringify(raw);
+    // Every fire stores and answers the payload in its own conversation: bounding it bounds what one publish multiplies.
+    const max = ctx.limits.max_event_payload_bytes!;
+    const bytes = payload.length > max / 3 ? Buffer.byteLength(payload, 'utf8') : payload.length;
+    if (bytes > max) throw new AgentdError(Code.TooLarge, `publish_event.payload of ${bytes} bytes exceeds the limit of ${max} bytes (config key max_event_payload_bytes)`);
     return { fired: await ctx.bus.publish(source, payload, 0) };
   }),
 };

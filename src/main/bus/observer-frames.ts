@@ -1,0 +1,74 @@
+/**
+ * The frames of one batch of agent events, laid out once for all the
+ * observers of one filter. A frame's header names its observer's request, so
+ * each observer needs its own headers; a body is the same for all. Small
+ * bodies are copied with their headers (one buffer per observer, cheaper
+ * than a write each); a body of SHARED_BODY_BYTES or more is written as the
+ * one buffer the shard sent, which every observer's socket shares: a big
+ * event costs its size once, not once per observer.
+ */
+import { FRAME_ID_OFFSET, HEADER_BYTES, writeFrame, writeFrameHeader } from '../../shared/byte-layouts.ts';
+
+/** Bodies from this size on are shared by every observer's socket instead of copied. */
+export const SHARED_BODY_BYTES = 1024;
+
+/** A run of bytes each observer copies (with its request id patched in), or a body all of them share. */
+type Part = { own: Buffer; idOffsets: number[] } | { shared: Uint8Array };
+
+export interface Template {
+  parts: Part[];
+  /** Events in the batch for this filter. */
+  count: number;
+}
+
+/** The batch's frames for observers of `only` (null: every agent), with request id 0 in each header. */
+export function buildTemplate(agents: readonly string[], bodies: readonly Uint8Array[], only: string | null): Template {
+  const parts: Part[] = [];
+  let count = 0;
+  let size = 0;
+  let run: number[] = []; // indexes of the bodies of the current copied run
+  const endRun = (bigBody: Uint8Array | null): void => {
+    const own = Buffer.allocUnsafe(size + (bigBody === null ? 0 : HEADER_BYTES));
+    const idOffsets: number[] = [];
+    let at = 0;
+    for (const i of run) {
+      idOffsets.push(at + FRAME_ID_OFFSET);
+      at = writeFrame(own, at, 0, 0, bodies[i]!); // id 0: each observer patches in its own
+    }
+    if (bigBody !== null) {
+      idOffsets.push(at + FRAME_ID_OFFSET);
+      writeFrameHeader(own, at, bigBody.length, 0, 0);
+    }
+    if (own.length > 0) parts.push({ own, idOffsets });
+    if (bigBody !== null) parts.push({ shared: bigBody });
+    run = [];
+    size = 0;
+  };
+  for (let i = 0; i < bodies.length; i++) {
+    if (only !== null && agents[i] !== only) continue;
+    count++;
+    const body = bodies[i]!;
+    if (body.length >= SHARED_BODY_BYTES) endRun(body);
+    else {
+      run.push(i);
+      size += HEADER_BYTES + body.length;
+    }
+  }
+  if (run.length > 0) endRun(null);
+  return { parts, count };
+}
+
+/** The pieces to write for the observer of request `req`: its own copies of the headers, the shared bodies as they are. */
+export function framesFor(t: Template, req: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (const part of t.parts) {
+    if ('shared' in part) {
+      out.push(part.shared);
+      continue;
+    }
+    const copy = Buffer.from(part.own); // the socket keeps it until sent: each observer needs its own
+    for (const at of part.idOffsets) copy.writeUInt32BE(req, at);
+    out.push(copy);
+  }
+  return out;
+}

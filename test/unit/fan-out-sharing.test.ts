@@ -1,0 +1,100 @@
+/**
+ * Fan-out that shares bytes: a published payload crosses to a shard once
+ * whatever the number of subscriptions it fires, and a big agent event's body
+ * is one buffer every observer's socket shares.
+ */
+import { describe, expect, it } from 'vitest';
+import { MessageChannel } from 'node:worker_threads';
+import { busTurn } from '../../src/main/turn-request.ts';
+import { decodeBody, decodeTurnContent, encodeBody, FrameDecoder } from '../../src/shared/codec.ts';
+import { LAZY_BODY_BYTES } from '../../src/main/net/request-body.ts';
+import { ObserverHub, type ObserverSink } from '../../src/main/bus/observers.ts';
+import { SHARED_BODY_BYTES } from '../../src/main/bus/observer-frames.ts';
+import type { TurnRequest } from '../../src/shared/threads/shard-messages.ts';
+
+/** Posts `batch` through a real MessagePort (a structured clone, as to a shard) and returns what arrives. */
+function across<T>(batch: T): Promise<T> {
+  const { port1, port2 } = new MessageChannel();
+  return new Promise((resolve) => {
+    port2.once('message', (m: T) => {
+      port1.close();
+      resolve(m);
+    });
+    port1.postMessage(batch);
+  });
+}
+
+describe('a published payload', () => {
+  it('travels as one set of shared bytes for every fire of one publish, and decodes to one text on the shard', async () => {
+    const payload = 'ünïcode words '.repeat(LAZY_BODY_BYTES / 8);
+    const turns = Array.from({ length: 40 }, (_, i) => busTurn(`a${i}`, 'big', payload, 1, 0));
+    const bytes = turns[0]!.contentBytes!;
+    expect(bytes.buffer).toBeInstanceOf(SharedArrayBuffer);
+    for (const t of turns) expect(t.contentBytes).toBe(bytes);
+    const arrived = await across(turns);
+    const first = arrived[0]!.contentBytes!;
+    for (const t of arrived) expect(t.contentBytes).toBe(first); // one object after the clone: the memory is not copied per turn
+    for (const t of arrived) decodeTurnContent(t);
+    expect(arrived[0]!.content).toBe(payload);
+    expect(arrived.every((t: TurnRequest) => t.content === arrived[0]!.content && t.contentBytes === null)).toBe(true);
+  });
+
+  it('stays a plain string when small, and the next publish makes bytes of its own', async () => {
+    expect(busTurn('a', 's', 'small', 1, 0).content).toBe('small');
+    const one = busTurn('a', 's', 'x'.repeat(LAZY_BODY_BYTES), 1, 0).contentBytes;
+    await Promise.resolve(); // the publish's synchronous run is over
+    const two = busTurn('a', 's', 'y'.repeat(LAZY_BODY_BYTES), 1, 0).contentBytes;
+    expect(two).not.toBe(one);
+    expect(Buffer.from(two!).toString()).toBe('y'.repeat(LAZY_BODY_BYTES));
+  });
+});
+
+/** A fake connection that keeps every piece written, and decodes them. */
+function sink(id: number): ObserverSink & { pieces: Uint8Array[]; frames: { id: number; body: any }[]; backlogBytes: number; cutAt: number | null } {
+  const frames: { id: number; body: any }[] = [];
+  const decoder = new FrameDecoder({ onFrame: (fid, _flags, body) => frames.push({ id: fid, body: decodeBody(body) }), onOversize: () => {} }, 64 * 1024 * 1024);
+  const s = {
+    id,
+    frames,
+    pieces: [] as Uint8Array[],
+    backlogBytes: 0,
+    cutAt: null as number | null,
+    backlog: () => s.backlogBytes,
+    write: (piece: Uint8Array) => {
+      s.pieces.push(piece);
+      decoder.push(Buffer.from(piece));
+    },
+    writeChunks: (chunks: readonly Uint8Array[]) => chunks.forEach((c) => s.write(c)),
+    slowConsumer: (bound: number, ms: number) => void (s.cutAt = bound + ms),
+  };
+  return s;
+}
+
+describe('a big agent event', () => {
+  it('is written to every observer as the same body bytes, each behind its own header', () => {
+    const hub = new ObserverHub(() => {});
+    const sinks = Array.from({ length: 8 }, (_, i) => sink(i + 1));
+    sinks.forEach((s, i) => hub.add(s, 100 + i, null));
+    const big = encodeBody({ agent_event: { agent: 'a', content: 'z'.repeat(4 * SHARED_BODY_BYTES) } });
+    const small = encodeBody({ agent_event: { agent: 'a', content: 'tiny' } });
+    hub.broadcast(['a', 'a', 'a'], [small, big, small]);
+    for (const [i, s] of sinks.entries()) {
+      expect(s.frames.map((f) => [f.id, f.body.agent_event.content.length])).toEqual([[100 + i, 4], [100 + i, 4 * SHARED_BODY_BYTES], [100 + i, 4]]);
+      expect(s.pieces.filter((p) => p === big)).toHaveLength(1); // the shard's bytes themselves, not a copy
+    }
+  });
+
+  it('tells a connection past the backlog bound that it is a slow consumer, and drops its events', () => {
+    const hub = new ObserverHub(() => {}, Infinity, null, { backlogBytes: 1000, stallMs: 5 });
+    const slow = sink(1);
+    const fine = sink(2);
+    hub.add(slow, 1, null);
+    hub.add(fine, 1, null);
+    slow.backlogBytes = 1001;
+    hub.broadcast(['a'], [encodeBody({ agent_event: { agent: 'a', content: '1' } })]);
+    expect(slow.cutAt).toBe(1005);
+    expect(slow.frames).toEqual([]);
+    expect(fine.cutAt).toBeNull();
+    expect(fine.frames).toHaveLength(1);
+  });
+});

@@ -58,17 +58,46 @@ export function buildTemplate(agents: readonly string[], bodies: readonly Uint8A
   return { parts, count };
 }
 
-/** The pieces to write for the observer of request `req`: its own copies of the headers, the shared bodies as they are. */
-export function framesFor(t: Template, req: number): Uint8Array[] {
-  const out: Uint8Array[] = [];
+/** Adds what the observer of request `req` is written to `out`: its own copies of the headers, the shared bodies as they are. */
+export function framesFor(t: Template, req: number, out: Pieces): void {
   for (const part of t.parts) {
     if ('shared' in part) {
-      out.push(part.shared);
+      out.shared(part.shared);
       continue;
     }
     const copy = Buffer.from(part.own); // the socket keeps it until sent: each observer needs its own
     for (const at of part.idOffsets) copy.writeUInt32BE(req, at);
-    out.push(copy);
+    out.own(copy);
   }
-  return out;
+}
+
+/** What one connection is written for one batch: runs of its own bytes joined into one buffer each, shared bodies between them. */
+export class Pieces {
+  readonly #out: Uint8Array[] = [];
+  #run: Uint8Array[] = [];
+
+  own(bytes: Uint8Array): void {
+    this.#run.push(bytes);
+  }
+
+  shared(body: Uint8Array): void {
+    this.#endRun();
+    this.#out.push(body);
+  }
+
+  #endRun(): void {
+    if (this.#run.length === 1) this.#out.push(this.#run[0]!);
+    else if (this.#run.length > 1) this.#out.push(Buffer.concat(this.#run));
+    this.#run = [];
+  }
+
+  /** One write, or one corked run of writes when a shared body is among them. */
+  writeTo(sink: { write(frame: Uint8Array): void; writeChunks?(chunks: readonly Uint8Array[]): void }): void {
+    this.#endRun();
+    const out = this.#out;
+    if (out.length === 0) return;
+    if (out.length === 1) sink.write(out[0]!);
+    else if (sink.writeChunks !== undefined) sink.writeChunks(out);
+    else for (const c of out) sink.write(c);
+  }
 }

@@ -65,19 +65,27 @@ export function framesFor(t: Template, req: number, out: Pieces): void {
       out.shared(part.shared);
       continue;
     }
-    const copy = Buffer.from(part.own); // the socket keeps it until sent: each observer needs its own
-    for (const at of part.idOffsets) copy.writeUInt32BE(req, at);
-    out.own(copy);
+    out.own(part.own, part.idOffsets, req);
   }
+}
+
+/** Bytes of a connection's own: a template's part to copy with `req` patched in at `idOffsets`, or ready bytes (no offsets). */
+interface OwnBytes {
+  bytes: Uint8Array;
+  idOffsets: readonly number[];
+  req: number;
 }
 
 /** What one connection is written for one batch: runs of its own bytes joined into one buffer each, shared bodies between them. */
 export class Pieces {
   readonly #out: Uint8Array[] = [];
-  #run: Uint8Array[] = [];
+  #run: OwnBytes[] = [];
+  #runBytes = 0;
 
-  own(bytes: Uint8Array): void {
-    this.#run.push(bytes);
+  /** Bytes copied into the connection's buffer (a template's, shared by every observer, with this one's request id patched in). */
+  own(bytes: Uint8Array, idOffsets: readonly number[] = [], req = 0): void {
+    this.#run.push({ bytes, idOffsets, req });
+    this.#runBytes += bytes.length;
   }
 
   shared(body: Uint8Array): void {
@@ -85,10 +93,19 @@ export class Pieces {
     this.#out.push(body);
   }
 
+  /** One buffer for the run: the socket keeps it until sent, so it is the connection's own. */
   #endRun(): void {
-    if (this.#run.length === 1) this.#out.push(this.#run[0]!);
-    else if (this.#run.length > 1) this.#out.push(Buffer.concat(this.#run));
+    if (this.#run.length === 0) return;
+    const buf = Buffer.allocUnsafe(this.#runBytes);
+    let at = 0;
+    for (const { bytes, idOffsets, req } of this.#run) {
+      buf.set(bytes, at);
+      for (const off of idOffsets) buf.writeUInt32BE(req, at + off);
+      at += bytes.length;
+    }
+    this.#out.push(buf);
     this.#run = [];
+    this.#runBytes = 0;
   }
 
   /** One write, or one corked run of writes when a shared body is among them. */

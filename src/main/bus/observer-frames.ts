@@ -58,17 +58,63 @@ export function buildTemplate(agents: readonly string[], bodies: readonly Uint8A
   return { parts, count };
 }
 
-/** The pieces to write for the observer of request `req`: its own copies of the headers, the shared bodies as they are. */
-export function framesFor(t: Template, req: number): Uint8Array[] {
-  const out: Uint8Array[] = [];
+/** Adds what the observer of request `req` is written to `out`: its own copies of the headers, the shared bodies as they are. */
+export function framesFor(t: Template, req: number, out: Pieces): void {
   for (const part of t.parts) {
     if ('shared' in part) {
-      out.push(part.shared);
+      out.shared(part.shared);
       continue;
     }
-    const copy = Buffer.from(part.own); // the socket keeps it until sent: each observer needs its own
-    for (const at of part.idOffsets) copy.writeUInt32BE(req, at);
-    out.push(copy);
+    out.own(part.own, part.idOffsets, req);
   }
-  return out;
+}
+
+/** Bytes of a connection's own: a template's part to copy with `req` patched in at `idOffsets`, or ready bytes (no offsets). */
+interface OwnBytes {
+  bytes: Uint8Array;
+  idOffsets: readonly number[];
+  req: number;
+}
+
+/** What one connection is written for one batch: runs of its own bytes joined into one buffer each, shared bodies between them. */
+export class Pieces {
+  readonly #out: Uint8Array[] = [];
+  #run: OwnBytes[] = [];
+  #runBytes = 0;
+
+  /** Bytes copied into the connection's buffer (a template's, shared by every observer, with this one's request id patched in). */
+  own(bytes: Uint8Array, idOffsets: readonly number[] = [], req = 0): void {
+    this.#run.push({ bytes, idOffsets, req });
+    this.#runBytes += bytes.length;
+  }
+
+  shared(body: Uint8Array): void {
+    this.#endRun();
+    this.#out.push(body);
+  }
+
+  /** One buffer for the run: the socket keeps it until sent, so it is the connection's own. */
+  #endRun(): void {
+    if (this.#run.length === 0) return;
+    const buf = Buffer.allocUnsafe(this.#runBytes);
+    let at = 0;
+    for (const { bytes, idOffsets, req } of this.#run) {
+      buf.set(bytes, at);
+      for (const off of idOffsets) buf.writeUInt32BE(req, at + off);
+      at += bytes.length;
+    }
+    this.#out.push(buf);
+    this.#run = [];
+    this.#runBytes = 0;
+  }
+
+  /** One write, or one corked run of writes when a shared body is among them. */
+  writeTo(sink: { write(frame: Uint8Array): void; writeChunks?(chunks: readonly Uint8Array[]): void }): void {
+    this.#endRun();
+    const out = this.#out;
+    if (out.length === 0) return;
+    if (out.length === 1) sink.write(out[0]!);
+    else if (sink.writeChunks !== undefined) sink.writeChunks(out);
+    else for (const c of out) sink.write(c);
+  }
 }

@@ -15,7 +15,7 @@ import { tooMany } from '../limits.ts';
 import { agentEventBody, closedBody } from '../../shared/wire/frames.ts';
 import type { ConnectionBudget } from '../hosts/inflight-budget.ts';
 import { DEFAULTS } from '../../shared/config.ts';
-import { buildTemplate, framesFor, type Template } from './observer-frames.ts';
+import { buildTemplate, framesFor, Pieces, type Template } from './observer-frames.ts';
 
 /** What an observer needs of its connection. */
 export interface ObserverSink {
@@ -127,31 +127,34 @@ export class ObserverHub {
    * Writes a batch of encoded `agent_event` bodies to every observer that
    * wants them. The frames of a batch are laid out once per filter (all
    * agents, or one agent) as a template; each observer gets its own headers,
-   * with its request id, around bodies every observer shares.
+   * with its request id, around bodies every observer shares. A connection's
+   * observers get one write together (their small frames in one buffer): a
+   * connection with 64 streams costs one write per batch, not 64.
    */
   broadcast(agents: readonly string[], bodies: readonly Uint8Array[]): void {
     if (this.#count === 0) return;
     const templates = new Map<string | null, Template>();
     for (const mine of this.#byConn.values()) {
+      const sink = mine.values().next().value!.sink;
+      const over = sink.backlog() > this.#slow.backlogBytes;
+      const pieces = new Pieces();
       for (const obs of mine.values()) {
         let t = templates.get(obs.agent);
         if (t === undefined) templates.set(obs.agent, (t = buildTemplate(agents, bodies, obs.agent)));
         if (t.count === 0) continue;
-        if (obs.sink.backlog() > this.#slow.backlogBytes) {
+        if (over) {
           obs.dropped += t.count;
-          obs.sink.slowConsumer?.(this.#slow.backlogBytes, this.#slow.stallMs);
           continue;
         }
         if (obs.dropped > 0) {
           const lagged = agentEventBody({ agent: obs.agent ?? '', sender: '', kind: 'lagged', content: `${obs.dropped} events dropped`, timestamp: new Date().toISOString(), ephemeral: false });
-          obs.sink.write(frameOf(obs.req, 0, lagged));
+          pieces.own(frameOf(obs.req, 0, lagged));
           obs.dropped = 0;
         }
-        const chunks = framesFor(t, obs.req);
-        if (chunks.length === 1) obs.sink.write(chunks[0]!);
-        else if (obs.sink.writeChunks !== undefined) obs.sink.writeChunks(chunks);
-        else for (const c of chunks) obs.sink.write(c);
+        framesFor(t, obs.req, pieces);
       }
+      if (over) sink.slowConsumer?.(this.#slow.backlogBytes, this.#slow.stallMs);
+      else pieces.writeTo(sink);
     }
   }
 }

@@ -37,14 +37,14 @@ describe('a flood of pipelined publishes', () => {
     raw.write(Buffer.concat(Array.from({ length: PUBLISHES }, (_, i) => frameOf(i + 1, FLAG_LAST, { publish_event: { source: 'flood', payload: `event ${i}` } }))));
     await raw.until((fs) => fs.length > 0, 'the first publish reply');
 
-    // Barrier: the flood is under way. The probe is answered before the last publish is.
+    // Barrier: the flood is under way. The probe is answered while the fired turns still run or wait.
     const bystander = collect(c.stream('a0', 'a bystander on a flooded shard', { sender: 'bystander' }));
+    bystander.catch(() => {}); // awaited below; a failure before then must not also surface as unhandled
     const active = await probe.request('list_active_conversations', {});
     await probe.ping();
     const repliedByThen = replies();
     const conversations = (active.active_conversations as { conversations: { queued: number; running: boolean }[] }).conversations;
     expect(conversations.some((x) => x.running || x.queued > 0)).toBe(true);
-    expect(repliedByThen).toBeLessThan(PUBLISHES);
 
     expect(end(await bystander).stop_reason).toBe('text');
     await raw.until(() => replies() === PUBLISHES, 'every publish reply', 120_000);

@@ -84,6 +84,7 @@ export function normalize(text: string, paths: Record<string, string> = {}): str
   return out
     .replace(/\d+(\.\d+)? ms\b/g, 'N ms')
     .replace(/\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}/g, 'DATE')
+    .replace(/\br[0-9a-f]{8}-[0-9a-z]+-\d+\b/g, 'RUN_ID') // run ids are made at run time
     .split('\n')
     .map((l) => l.trimEnd())
     .join('\n')

@@ -17,6 +17,8 @@ export const EPOCH_KEY = 'epoch';
 export type BucketTrouble =
   | { kind: 'gone' }
   | { kind: 'replaced' }
+  /** This node's heartbeat is not at the revision it last wrote, in a bucket still carrying its epoch (a write it timed out on was stored). */
+  | { kind: 'out-of-step'; revision: number }
   | { kind: 'unavailable'; why: string }
   /** The bucket's stream is there: the failure was something else. */
   | { kind: 'other'; why: string };
@@ -54,16 +56,25 @@ export async function bindBucket(nc: NatsConnection, name: string, epochOf: (cur
   throw new Error(`the epoch of NATS bucket ${name} kept changing while this node bound it`);
 }
 
+/** What a failed heartbeat found: its bucket, the epoch this node bound it with, and the heartbeat's key. */
+export interface OwnKey {
+  kv: KV;
+  epoch: number;
+  key: string;
+}
+
 /**
- * What `err`, from a write or watch of the bucket, means. `ownKey`: it was
- * this node's heartbeat, a compare-and-set on the revision it last wrote, so
- * a wrong sequence says the bucket was made anew. Otherwise asks JetStream
+ * What `err`, from a write or watch of the bucket, means. `own`: it was this
+ * node's heartbeat, a compare-and-set on the revision it last wrote: when
+ * the bucket no longer carries the node's epoch, it was made anew; when it
+ * does, the node's last write was stored after all (it timed out) and the
+ * next heartbeat goes on from the revision found. Otherwise asks JetStream
  * whether the bucket's stream exists: a publish to a stream that is gone
  * fails as "jetstream is not enabled", as it does while JetStream starts.
  */
-export async function diagnose(nc: NatsConnection, name: string, err: unknown, ownKey: boolean): Promise<BucketTrouble> {
+export async function diagnose(nc: NatsConnection, name: string, err: unknown, own: OwnKey | null): Promise<BucketTrouble> {
   if (err instanceof JetStreamApiError) {
-    if (ownKey && err.code === JetStreamApiCodes.StreamWrongLastSequence) return { kind: 'replaced' };
+    if (own !== null && err.code === JetStreamApiCodes.StreamWrongLastSequence) return outOfStep(own);
     if (err.code === JetStreamApiCodes.StreamNotFound) return { kind: 'gone' };
   }
   try {
@@ -74,6 +85,17 @@ export async function diagnose(nc: NatsConnection, name: string, err: unknown, o
     return { kind: 'unavailable', why: (probe as Error).message };
   }
   return { kind: 'other', why: (err as Error).message };
+}
+
+async function outOfStep({ kv, epoch, key }: OwnKey): Promise<BucketTrouble> {
+  try {
+    const [marked, beat] = await Promise.all([kv.get(EPOCH_KEY), kv.get(key)]);
+    const carried = marked !== null && marked.operation === 'PUT' ? epochIn(marked.string()) : null;
+    if (carried !== epoch || beat === null) return { kind: 'replaced' };
+    return { kind: 'out-of-step', revision: beat.revision };
+  } catch (err) {
+    return { kind: 'unavailable', why: (err as Error).message };
+  }
 }
 
 /**

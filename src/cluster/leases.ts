@@ -21,7 +21,8 @@
  *
  * The bucket can go (NATS restarted without its store) or be made anew: a
  * heartbeat is a compare-and-set on the revision of the last one, so a node
- * learns of it at its next heartbeat, stops serving, and binds the bucket
+ * learns of it at its next heartbeat (the bucket no longer carries the
+ * epoch the node bound it with), stops serving, and binds the bucket
  * again (bucket.ts: making it if no node did yet, with a new epoch from the
  * store), taking nothing for a while (lease-core.ts, bucketLost).
  */
@@ -30,7 +31,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { KV, KvWatchEntry } from '@nats-io/kv';
 import type { Logger } from '../shared/log.ts';
 import { NODE_NAME, type FenceSource } from '../shared/partitions.ts';
-import { bindBucket, diagnose, EPOCH_KEY, epochIn, QuietWarnings } from './bucket.ts';
+import { bindBucket, diagnose, EPOCH_KEY, epochIn, QuietWarnings, type OwnKey } from './bucket.ts';
 import { HEARTBEATS_PER_LEASE, LeaseCore, type Loss, type LossReason, type Round, type Take } from './lease-core.ts';
 
 export type { LossReason } from './lease-core.ts';
@@ -252,7 +253,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
       this.emit('renewed', performance.timeOrigin + until);
       return revision;
     } catch (err) {
-      await this.#trouble(err, losses, true);
+      await this.#trouble(err, losses, { kv: this.#kv!, epoch: this.#epoch, key });
       return null;
     }
   }
@@ -262,11 +263,12 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
    * made anew, this node stops serving and binds it again; otherwise (NATS
    * or JetStream not answering, for now) it warns once.
    */
-  async #trouble(err: unknown, losses: number, ownKey: boolean): Promise<void> {
-    const trouble = await diagnose(this.#o.nc, this.#bucket, err, ownKey);
+  async #trouble(err: unknown, losses: number, own: OwnKey | null): Promise<void> {
+    const trouble = await diagnose(this.#o.nc, this.#bucket, err, own);
     if (losses !== this.#losses || this.#core.stopped) return;
     if (trouble.kind === 'gone' || trouble.kind === 'replaced') this.#bucketLost(trouble.kind);
-    else if (trouble.kind === 'unavailable' || ownKey) this.#bucketWarnings.trouble('unavailable', 'cluster bucket does not answer; this node serves nothing once its lease runs out, until it does', { err: trouble.why });
+    else if (trouble.kind === 'out-of-step') this.#beatRevision = trouble.revision;
+    else if (trouble.kind === 'unavailable' || own !== null) this.#bucketWarnings.trouble('unavailable', 'cluster bucket does not answer; this node serves nothing once its lease runs out, until it does', { err: trouble.why });
     else this.#roundWarnings.trouble('failed', 'cluster ownership round failed', { err: trouble.why });
   }
 
@@ -274,7 +276,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   #bucketLost(kind: 'gone' | 'replaced'): void {
     this.#bucketWarnings.trouble(kind, kind === 'gone'
       ? 'cluster bucket is gone (NATS lost its store?): this node serves nothing, makes it again and takes partitions anew'
-      : 'cluster bucket was made anew or given a new epoch (or another process runs as this node): this node serves nothing, binds it again and takes partitions anew', { bucket: this.#bucket });
+      : 'cluster bucket was made anew or given a new epoch: this node serves nothing, binds it again and takes partitions anew', { bucket: this.#bucket });
     if (!this.#bound) return;
     this.#bound = false;
     this.#losses++;
@@ -308,7 +310,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
       this.#tick = null;
       const losses = this.#losses;
       this.#round = this.#roundOnce()
-        .catch((err: unknown) => this.#trouble(err, losses, false))
+        .catch((err: unknown) => this.#trouble(err, losses, null))
         .then(() => this.#schedule(this.#core.nextRoundDelay()));
     }, delay);
   }

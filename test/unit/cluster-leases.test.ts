@@ -299,6 +299,21 @@ describe.skipIf(skip !== null)('cluster partition leases and fencing', () => {
     expect(await db.query('SELECT token::int AS token FROM partition_fences WHERE partition = 5')).toEqual([{ token: 4 }]);
   });
 
+  it('goes on serving when its heartbeat is not at the revision it last wrote in a bucket still its own (a write it timed out on was stored)', async () => {
+    await fresh();
+    const a = await join('a');
+    await waitFor(() => servedBy(a) === PARTITIONS, 'a to serve every partition', SETTLE_MS);
+    const nc = await natsConnection();
+    closers.push(() => nc.close());
+    const kv = await new Kvm(nc).create(bucket, { history: 1 });
+    await kv.put('node.a', new TextEncoder().encode(JSON.stringify({ node: 'a' })));
+    let renewals = 0;
+    a.leases.on('renewed', () => renewals++);
+    await waitFor(() => renewals >= 3, 'a to renew its lease three times', SETTLE_MS);
+    expect(events.filter((e) => e.kind === 'lost')).toEqual([]);
+    expect(servedBy(a)).toBe(PARTITIONS);
+  });
+
   it('takes a partition whose bucket entry is not an owner record', async () => {
     await fresh();
     const nc = await natsConnection();

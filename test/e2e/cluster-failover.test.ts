@@ -89,6 +89,9 @@ describe.skipIf(skip !== null)('cluster mode: failover verifier', () => {
     const unexpected: string[] = [];
     const pairs: Pair[] = Array.from({ length: PAIRS }, (_, i) => ({ sender: `v${i}`, outcomes: [] }));
     let stop = false;
+    onTestFinished(() => {
+      stop = true; // a failed test must not leave its client loops spinning
+    });
 
     /** One turn through `entry`: stream for even pairs, send for odd ones. */
     const runTurn = async (entry: Entry, i: number, sender: string, t: number): Promise<{ outcome: Outcome; replayed: boolean }> => {

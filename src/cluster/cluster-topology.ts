@@ -52,10 +52,10 @@ export class ClusterTopology implements Topology {
     return this.#node.route;
   }
 
-  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean {
-    if (this.#serving === null) return this.#host.pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain));
+  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number, turnId: string | null): boolean {
+    if (this.#serving === null) return this.#host.pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain, turnId));
     const { sync, parts } = this.#serving;
-    const where = sync.fire(sub, payload, depth, chain);
+    const where = sync.fire(sub, payload, depth, chain, turnId);
     // A turn sent to another node ends there: it no longer holds this node's chain open (after this publish settles).
     if (where === 'sent' && chain !== 0) queueMicrotask(() => parts.bus.chainTurnEnded(chain));
     return where !== false;

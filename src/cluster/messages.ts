@@ -51,7 +51,7 @@ const SCHEMA = {
   agent: { from: 'text', agent: 'text' },
   subs: { from: 'text' },
   purge: { agent: 'text' },
-  fire: { id: 'text', partition: 'count', agent: 'text', source: 'text', payload: 'text', depth: 'count', budget: 'number' },
+  fire: { id: 'text', partition: 'count', agent: 'text', source: 'text', payload: 'text', depth: 'count', budget: 'number', turn_id: 'maybeText' },
   /** A purge's or a fire's answer: null when it was done, else why not. */
   answer: { error: 'maybeText' },
   watch: { from: 'text', watching: 'flag' },

@@ -297,12 +297,12 @@ export class ClusterSync {
    * Starts a fired subscription's turn at its pair's owner: here (`here`),
    * or sent to it over NATS (`sent`); false if it could not start here.
    */
-  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number): 'here' | 'sent' | false {
+  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number, turnId: string | null): 'here' | 'sent' | false {
     const partition = partitionOf(sub.target_agent, `event:${sub.source}`, this.#p.partitions);
-    if (this.#p.holds(partition)) return this.#p.pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain)) ? 'here' : false;
+    if (this.#p.holds(partition)) return this.#p.pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain, turnId)) ? 'here' : false;
     // The chain's budget travels with the turn: a share of what is left, so chains that cross nodes hold max_chain_turns over the cluster.
     const budget = this.#p.bus.carveChain(chain);
-    const body = encodeMessage({ t: 'fire', id: randomUUID(), partition, agent: sub.target_agent, source: sub.source, payload, depth, budget });
+    const body = encodeMessage({ t: 'fire', id: randomUUID(), partition, agent: sub.target_agent, source: sub.source, payload, depth, budget, turn_id: turnId });
     void this.#fireRemote(body, performance.now() + this.#p.holdMs, sub);
     return 'sent';
   }
@@ -340,7 +340,7 @@ export class ClusterSync {
     if (!this.#p.agents.has(m.agent)) return `agent "${m.agent}" no longer exists`;
     // The chain continues here with the budget it carried; the depth travels too.
     const chain = this.#p.bus.carriedChain(m.budget);
-    const ok = this.#p.pool.sendFor(busTurn(m.agent, m.source, m.payload, m.depth, chain));
+    const ok = this.#p.pool.sendFor(busTurn(m.agent, m.source, m.payload, m.depth, chain, m.turn_id));
     if (!ok) this.#p.bus.chainTurnEnded(chain);
     return ok ? null : 'queue full';
   }

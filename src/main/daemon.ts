@@ -290,8 +290,8 @@ function createBus(
   subscriptions: readonly SubscriptionInfo[],
 ): EventBus {
   const { agents, log, topology, pool } = p;
-  const fire = (sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean => {
-    if (agents.has(sub.target_agent)) return topology.fire(sub, payload, depth, chain);
+  const fire = (sub: SubscriptionInfo, payload: string, depth: number, chain: number, turnId: string | null): boolean => {
+    if (agents.has(sub.target_agent)) return topology.fire(sub, payload, depth, chain, turnId);
     log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
     return false;
   };

@@ -21,8 +21,8 @@ export class LocalTopology implements Topology {
     return local;
   }
 
-  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean {
-    return this.#pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain));
+  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number, turnId: string | null): boolean {
+    return this.#pool.sendFor(busTurn(sub.target_agent, sub.source, payload, depth, chain, turnId));
   }
 
   watchingChanged(watching: boolean): void {

@@ -54,8 +54,8 @@ export interface AgentChanges {
 export interface Topology {
   /** The dispatch clients' and harnesses' requests go through, given this node's own. */
   entry(local: Dispatch): Dispatch;
-  /** Starts a fired subscription's turn in chain `chain` where its pair runs; false if it could not start. */
-  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean;
+  /** Starts a fired subscription's turn in chain `chain` where its pair runs (under `turnId`, if any); false if it could not start. */
+  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number, turnId: string | null): boolean;
   /** This node's observers came (true) or all went (false): whether the shards emit agent events. */
   watchingChanged(watching: boolean): void;
   /** Agent events of turns run here, after this node's observers had them. */

@@ -48,7 +48,16 @@ export function turnRequest(f: TurnFields): TurnRequest {
   return msg;
 }
 
-/** The turn a fired subscription runs: for the pair (target agent, `event:<source>`), answering no one; a big payload travels as bytes shared by every fire of its publish. */
-export function busTurn(agent: string, source: string, payload: string, depth: number, chain: number): TurnRequest {
-  return turnRequest({ conn: BUS_CONN, req: 0, mode: 'event', agent, sender: `event:${source}`, content: sharedPayload(payload), depth, chain });
+/**
+ * The turn a fired subscription runs: for the pair (target agent, `event:<source>`), answering no one; a big payload
+ * travels as bytes shared by every fire of its publish. `turnId`, when the publish had a key (a schedule's tick), makes
+ * a second fire of the same publish replay the first instead of running again.
+ */
+export function busTurn(agent: string, source: string, payload: string, depth: number, chain: number, turnId: string | null = null): TurnRequest {
+  return turnRequest({ conn: BUS_CONN, req: 0, mode: 'event', agent, sender: `event:${source}`, content: sharedPayload(payload), depth, chain, turnId });
+}
+
+/** The turn id of subscription `sub`'s fire of a publish keyed `key` (at most 64 bytes: keys are short hashes). */
+export function fireTurnId(key: string | null, sub: number): string | null {
+  return key === null ? null : `${key}:${sub}`;
 }

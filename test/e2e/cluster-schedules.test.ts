@@ -117,4 +117,30 @@ describe.skipIf(skip !== null)(`schedules in a cluster${skip === null ? '' : ` (
     expect(died).toHaveLength(1);
     expect([...(await settledTurns(ca, source))].sort()).toEqual(fired.sort());
   }, SLOW);
+
+  it('a node killed after publishing a tick and before recording it: the tick fires again, and runs no turn twice', async () => {
+    const db = await testDatabase();
+    const name = testClusterName();
+    const kill = { AGENTD_TEST_SCHEDULE_PUBLISHED_KILL: 'replayed' };
+    const a = await node(db, name, 'a');
+    const [b, c] = [await node(db, name, 'b', kill), await node(db, name, 'c', kill)];
+    const [ca, cb, cc] = [await testClient(a), await testClient(b), await testClient(c)];
+    await settledOn([ca, cb, cc], ['a', 'b', 'c'], PARTITIONS);
+    const died: string[] = [];
+    void b.exited.then(() => died.push('b'));
+    void c.exited.then(() => died.push('c'));
+    const source = sourceKeptByA('replays');
+    await ca.subscribe(source, 'assistant');
+    await waitFor(async () => (await cb.subscriptions()).length === 1 && (await cc.subscriptions()).length === 1, 'every node to hold the subscription');
+    const fired: string[] = [];
+    for (let i = 0; i < 8 && died.length === 0; i++) {
+      await ca.request('create_schedule', { name: `replayed-${i}`, source, payload: `replayed-${i}`, at: new Date(Date.now() + 3_000).toISOString() });
+      fired.push(`replayed-${i}`);
+      await waitFor(async () => (await schedules(ca)).length === 0, `replayed-${i} to fire and be recorded`, 60_000);
+    }
+    expect(died).toHaveLength(1);
+    // The tick its node published and died before recording was published again by another node: each turn once.
+    expect([...(await settledTurns(ca, source))].sort()).toEqual(fired.sort());
+  }, SLOW);
 });
+

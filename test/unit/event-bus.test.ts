@@ -129,4 +129,16 @@ describe('EventBus in cluster mode', () => {
     expect(await b.publish('kick', 'go', 0)).toBe(1);
     expect(fired).toEqual(['x']);
   });
+
+  it('names each fired turn by the publish key and the subscription, so a second publish of the key replays', async () => {
+    const ids: (string | null)[] = [];
+    const b = new EventBus({ storage: null, log: createLogger('silent'), fire: (_sub, _payload, _depth, _chain, turnId) => (ids.push(turnId), true) }, []);
+    const a = await b.subscribe('tick', 'a', false);
+    const c = await b.subscribe('tick', 'c', false);
+    await b.publish('tick', 'p', 0, 0, 'tick:abc');
+    await b.publish('tick', 'p', 0, 0, 'tick:abc');
+    await b.publish('tick', 'p', 0);
+    expect(ids).toEqual([`tick:abc:${a.id}`, `tick:abc:${c.id}`, `tick:abc:${a.id}`, `tick:abc:${c.id}`, null, null]);
+  });
 });
+

@@ -1,6 +1,6 @@
 /** The schedule engine's claims (main/schedules/): of several engines on one store, one fires each tick, and a claim whose holder died lapses to another. */
 import { describe, expect, it } from 'vitest';
-import { ScheduleEngine } from '../../src/main/schedules/schedule-engine.ts';
+import { ScheduleEngine, tickKey } from '../../src/main/schedules/schedule-engine.ts';
 import { MemorySchedules, type ScheduleStore } from '../../src/main/schedules/schedule-store.ts';
 import type { ScheduleRecord } from '../../src/storage/schedule-calls.ts';
 import { createLogger } from '../../src/shared/log.ts';
@@ -46,5 +46,16 @@ describe('schedule engine', () => {
     expect(fired).toEqual(['t']);
     await waitFor(async () => (await store.call<ScheduleRecord[]>({ call: 'list' })).length === 0, 'the fired one-shot to go');
     survivor.stop();
+  });
+});
+
+describe('tickKey', () => {
+  it('is one short key per schedule incarnation and due time, within a turn id once a subscription id follows', () => {
+    const r = { name: 'n'.repeat(64), created_at: 1_700_000_000_000 };
+    const key = tickKey(r, 1_700_000_060_000);
+    expect(key).toBe(tickKey({ ...r }, 1_700_000_060_000));
+    expect(key).not.toBe(tickKey(r, 1_700_000_120_000));
+    expect(key).not.toBe(tickKey({ ...r, created_at: r.created_at + 1 }, 1_700_000_060_000));
+    expect(Buffer.byteLength(`${key}:4294967295`)).toBeLessThanOrEqual(64);
   });
 });

@@ -10,6 +10,7 @@ import type { StoragePool } from '../hosts/storage-pool.ts';
 import { tooMany } from '../limits.ts';
 import { ChainBudget } from './chain-budget.ts';
 import { FireQueue } from './fire-queue.ts';
+import { fireTurnId } from '../turn-request.ts';
 import { DEFAULTS } from '../../shared/config.ts';
 import type { SubscriptionInfo } from '../../shared/wire/ops.ts';
 
@@ -26,8 +27,8 @@ export const MAX_FIRE_DEPTH = 8;
 export interface EventBusOptions {
   /** Persists the table; null with persistence off (ids then come from a counter). */
   storage: StoragePool | null;
-  /** Starts the turn of a fired subscription in fan-out chain `chain`; false if it could not (its agent is gone, its queue is full). */
-  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number): boolean;
+  /** Starts the turn of a fired subscription in fan-out chain `chain`, under `turnId` if any; false if it could not (its agent is gone, its queue is full). */
+  fire(sub: SubscriptionInfo, payload: string, depth: number, chain: number, turnId: string | null): boolean;
   /** Fired turns one chain may start in total (`max_chain_turns`; default DEFAULTS.maxChainTurns). */
   maxChainTurns?: number;
   /** A chain reached its budget: shown to observers once per chain. */
@@ -205,9 +206,11 @@ export class EventBus {
    * the fan-out chain it continues (0: it starts one). What fires is decided
    * now, before this call yields (a `once` subscription leaves the table, the
    * chain's budget is counted); the turns start through the fire queue, in
-   * order, a slice per event-loop turn.
+   * order, a slice per event-loop turn. A publish with a `key` (a schedule's
+   * tick) names each fired turn by it, so publishing it again replays the
+   * turns the first publish stored instead of running them twice.
    */
-  async publish(source: string, payload: string, depth: number, chain = 0): Promise<number> {
+  async publish(source: string, payload: string, depth: number, chain = 0, key: string | null = null): Promise<number> {
     const subs = this.#bySource.get(source);
     if (subs === undefined) return 0;
     if (depth + 1 > MAX_FIRE_DEPTH) {
@@ -222,7 +225,7 @@ export class EventBus {
     for (const sub of subs) {
       if (sub.removed) continue;
       if (this.#opts.cluster !== undefined && sub.once && storage !== null) {
-        if (await this.#fireClaimed(sub, payload, depth, inChain, storage)) fired++;
+        if (await this.#fireClaimed(sub, payload, depth, inChain, storage, key)) fired++;
         continue;
       }
       if (!this.#admit(sub, inChain)) continue;
@@ -236,7 +239,7 @@ export class EventBus {
       this.#fires.add({
         fires: admitted,
         fire: (sub) => {
-          if (this.#opts.fire(sub, payload, depth + 1, inChain)) return true;
+          if (this.#opts.fire(sub, payload, depth + 1, inChain, fireTurnId(key, sub.id))) return true;
           this.#chains.unadmit(inChain);
           return false;
         },
@@ -253,7 +256,7 @@ export class EventBus {
    * cut chain does not use it up), then the store's claim: only the node
    * whose delete took the row fires it.
    */
-  async #fireClaimed(sub: Subscription, payload: string, depth: number, inChain: number, storage: StoragePool): Promise<boolean> {
+  async #fireClaimed(sub: Subscription, payload: string, depth: number, inChain: number, storage: StoragePool, key: string | null): Promise<boolean> {
     if (!this.#admit(sub, inChain)) return false;
     this.#remove(sub);
     const took = await storage.run<number>({ op: 'subscription_delete', ids: [sub.id] });
@@ -262,7 +265,7 @@ export class EventBus {
       return false;
     }
     this.#opts.cluster!.changed();
-    if (this.#opts.fire(sub, payload, depth + 1, inChain)) return true;
+    if (this.#opts.fire(sub, payload, depth + 1, inChain, fireTurnId(key, sub.id))) return true;
     this.#chains.unadmit(inChain);
     return false;
   }

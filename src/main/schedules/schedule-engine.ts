@@ -12,11 +12,12 @@ import type { InsertResult, ScheduleRecord } from '../../storage/schedule-calls.
 import { tooMany } from '../limits.ts';
 import { nextTick, payloadText } from './schedule-spec.ts';
 import type { ScheduleStore } from './schedule-store.ts';
+import { createHash } from 'node:crypto';
 
 export interface ScheduleEngineOptions {
   store: ScheduleStore;
-  /** Publishes on the bus as a client would; resolves with how many subscriptions fired. */
-  publish(source: string, payload: string): Promise<number>;
+  /** Publishes on the bus as a client would, under the tick's key (its fired turns are named by it); resolves with how many subscriptions fired. */
+  publish(source: string, payload: string, key: string): Promise<number>;
   log: Logger;
   /** This node's name (claims carry it). */
   node: string;
@@ -29,6 +30,8 @@ export interface ScheduleEngineOptions {
   maxSchedules: number;
   /** Test only: told right after this node's claim took a tick, before it fires. */
   claimed?(name: string, due: number): void;
+  /** Test only: called once a claimed tick is published, before the fire is recorded. */
+  published?(name: string, due: number): Promise<void>;
 }
 
 /** After a failed claim (another node holds the tick), how soon to look at the row again. */
@@ -139,10 +142,11 @@ export class ScheduleEngine {
     // A tick late by more than a period fires once: the next is the first after now.
     const next = nextTick(r, Math.max(Date.now(), due));
     try {
-      await this.#o.publish(r.source, payloadText(r));
+      await this.#o.publish(r.source, payloadText(r), tickKey(r, due));
     } catch (err) {
       log.error({ err, schedule: r.name }, 'publishing a schedule tick failed');
     }
+    await this.#o.published?.(r.name, due);
     if (!(await store.call<boolean>({ call: 'fired', name: r.name, due, next, node }))) log.warn({ schedule: r.name }, 'a fired schedule tick was not recorded (deleted, or its claim lapsed)');
     if (next === null || !this.#records.has(r.name)) return this.#forget(r.name);
     Object.assign(r, { next_at: next, last_fired_at: due, fires: r.fires + 1, claim_until: null });
@@ -182,4 +186,14 @@ export class ScheduleEngine {
     }
     for (const name of [...this.#records.keys()]) if (!seen.has(name) && !this.#busy.has(name)) this.#forget(name);
   }
+}
+
+/**
+ * A tick's key: its fired turns are named by it, so a node that takes over a
+ * tick whose first node died after publishing but before recording it replays
+ * the turns already stored instead of running them twice. A short hash, so
+ * every turn id stays within its 64 bytes.
+ */
+export function tickKey(r: Pick<ScheduleRecord, 'name' | 'created_at'>, due: number): string {
+  return `tick:${createHash('sha256').update(`${r.name}\u0000${r.created_at}\u0000${due}`).digest('hex').slice(0, 24)}`;
 }

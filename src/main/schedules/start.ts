@@ -23,11 +23,28 @@ function claimKill(log: Logger, leaseMs: number): ((name: string, due: number) =
   };
 }
 
+/** Test only: a node that has published a fresh tick of a schedule whose name starts with this kills itself before recording it. */
+const PUBLISHED_KILL_ENV = 'AGENTD_TEST_SCHEDULE_PUBLISHED_KILL';
+/** How long that node lets the turns it fired run (so they are stored) before it dies. */
+const PUBLISHED_KILL_AFTER_MS = 1_500;
+
+/** The test hook: SIGKILL between a fresh tick's publish and its record, once its fired turns had time to be stored. */
+function publishedKill(log: Logger, leaseMs: number): ((name: string, due: number) => Promise<void>) | undefined {
+  const prefix = process.env[PUBLISHED_KILL_ENV];
+  if (prefix === undefined || prefix === '') return undefined;
+  log.warn(`${PUBLISHED_KILL_ENV} is set: a node publishing a tick of a "${prefix}..." schedule kills itself before recording it (tests only)`);
+  return async (name, due) => {
+    if (!name.startsWith(prefix) || Date.now() >= due + leaseMs) return;
+    await new Promise((resolve) => setTimeout(resolve, PUBLISHED_KILL_AFTER_MS));
+    process.kill(process.pid, 'SIGKILL');
+  };
+}
+
 export function startSchedules(config: ResolvedConfig, storage: StoragePool | null, bus: EventBus, log: Logger): ScheduleEngine {
   const cluster = config.cluster;
   return new ScheduleEngine({
     store: storage === null ? new MemorySchedules() : storedSchedules(storage),
-    publish: (source, payload) => bus.publish(source, payload, 0),
+    publish: (source, payload, key) => bus.publish(source, payload, 0, 0, key),
     log,
     node: cluster?.node ?? 'local',
     leaseMs: cluster?.lease_ms ?? SINGLE_NODE_LEASE_MS,
@@ -36,5 +53,6 @@ export function startSchedules(config: ResolvedConfig, storage: StoragePool | nu
     missedAfterMs: cluster?.lease_ms ?? 0,
     maxSchedules: config.maxSchedules,
     claimed: claimKill(log, cluster?.lease_ms ?? SINGLE_NODE_LEASE_MS),
+    published: publishedKill(log, cluster?.lease_ms ?? SINGLE_NODE_LEASE_MS),
   });
 }

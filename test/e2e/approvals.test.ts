@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
 import { cleanup, collect, startDaemon, testClient, waitFor, type Daemon } from '../helpers/daemon.ts';
-import { text, types, watchEvents } from '../helpers/events.ts';
+import { text, types, watchEvents, until } from '../helpers/events.ts';
 
 let d: Daemon;
 beforeAll(async () => {
@@ -21,15 +21,6 @@ afterAll(() => cleanup(d));
 
 const client = (): Promise<AgentdClient> => testClient(d);
 const PEERS = '/call peers {}';
-
-async function until(it: AsyncIterator<StreamEvent>, type: string): Promise<StreamEvent[]> {
-  const seen: StreamEvent[] = [];
-  for (let r = await it.next(); !r.done; r = await it.next()) {
-    seen.push(r.value);
-    if (r.value.type === type) return seen;
-  }
-  throw new Error(`the stream ended before ${type}: ${JSON.stringify(types(seen))}`);
-}
 
 async function rest(it: AsyncIterator<StreamEvent>): Promise<StreamEvent[]> {
   const seen: StreamEvent[] = [];

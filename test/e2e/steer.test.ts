@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
 import { cleanup, collect, makeHome, startDaemon, testClient, waitFor, type Daemon } from '../helpers/daemon.ts';
-import { text, types, watchEvents } from '../helpers/events.ts';
+import { text, types, watchEvents, until } from '../helpers/events.ts';
 
 const GATE = resolve(import.meta.dirname, '../fixtures/gate-harness.mjs');
 
@@ -28,16 +28,6 @@ const client = (): Promise<AgentdClient> => testClient(d);
 async function history(c: AgentdClient, agent: string, sender: string): Promise<string[]> {
   const r = await c.history(agent, sender);
   return r.messages.map((m) => `${m.role}: ${m.content}`);
-}
-
-/** Reads a stream until an event of `type` (returned with everything before it). */
-async function until(it: AsyncIterator<StreamEvent>, type: string): Promise<StreamEvent[]> {
-  const seen: StreamEvent[] = [];
-  for (let r = await it.next(); !r.done; r = await it.next()) {
-    seen.push(r.value);
-    if (r.value.type === type) return seen;
-  }
-  throw new Error(`the stream ended before ${type}: ${JSON.stringify(types(seen))}`);
 }
 
 async function rest(it: AsyncIterator<StreamEvent>): Promise<StreamEvent[]> {

@@ -39,3 +39,13 @@ export async function watchEvents(c: AgentdClient, agent?: string): Promise<Agen
   await c.ping();
   return seen;
 }
+
+/** Reads a stream until an event of `type` (returned with everything before it); throws if the stream ends first. */
+export async function until(it: AsyncIterator<StreamEvent>, type: string): Promise<StreamEvent[]> {
+  const seen: StreamEvent[] = [];
+  for (let r = await it.next(); !r.done; r = await it.next()) {
+    seen.push(r.value);
+    if (r.value.type === type) return seen;
+  }
+  throw new Error(`the stream ended before ${type}: ${JSON.stringify(types(seen))}`);
+}

@@ -1,6 +1,7 @@
 /** The schedules table as SQLite runs it (storage/schedule-calls.ts says what each call means). */
 import type { Db } from './db.ts';
-import type { InsertResult, ScheduleCall, ScheduleRecord } from '../schedule-calls.ts';
+import { insertNamed, preparedOnce } from './named-rows.ts';
+import type { ScheduleCall, ScheduleRecord } from '../schedule-calls.ts';
 
 const COLUMNS = 'name, source, payload, cron, every_ms, at, timezone, catch_up, created_at, next_at, fires, last_fired_at, claim_until';
 
@@ -30,17 +31,10 @@ const prepared = new WeakMap<Db, ReturnType<typeof statements>>();
 
 /** Runs one schedule call; the caller holds the write lock. */
 export function runScheduleCall(db: Db, c: ScheduleCall): unknown {
-  let sql = prepared.get(db);
-  if (sql === undefined) prepared.set(db, (sql = statements(db)));
-  const s = sql;
+  const s = preparedOnce(prepared, db, statements);
   switch (c.call) {
     case 'insert':
-      return db.transaction((): InsertResult => {
-        if (s.get.get(c.record.name) !== undefined) return 'exists';
-        if (s.count.get()!.n >= c.max) return 'full';
-        s.insert.run({ ...c.record });
-        return 'ok';
-      }).immediate();
+      return insertNamed(db, s, c.record, c.max);
     case 'delete':
       return s.delete.run(c.name).changes === 1;
     case 'list':

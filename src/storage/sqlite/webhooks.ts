@@ -1,6 +1,6 @@
 /** Webhooks and their outbox as SQLite runs them (storage/webhook-calls.ts says what each call means). */
 import type { Db } from './db.ts';
-import type { InsertResult } from '../schedule-calls.ts';
+import { insertNamed, preparedOnce } from './named-rows.ts';
 import type { AttemptResult, DeliveryRecord, NewDelivery, WebhookCall, WebhookRecord } from '../webhook-calls.ts';
 
 const HOOK = 'name, url, events, agents, secret, max_attempts, created_at';
@@ -41,17 +41,10 @@ const prepared = new WeakMap<Db, ReturnType<typeof statements>>();
 
 /** Runs one webhook call; the caller holds the write lock. */
 export function runWebhookCall(db: Db, c: WebhookCall): unknown {
-  let sql = prepared.get(db);
-  if (sql === undefined) prepared.set(db, (sql = statements(db)));
-  const s = sql;
+  const s = preparedOnce(prepared, db, statements);
   switch (c.call) {
     case 'insert':
-      return db.transaction((): InsertResult => {
-        if (s.get.get(c.record.name) !== undefined) return 'exists';
-        if (s.count.get()!.n >= c.max) return 'full';
-        s.insert.run({ ...c.record });
-        return 'ok';
-      }).immediate();
+      return insertNamed(db, s, c.record, c.max);
     case 'delete':
       return db.transaction(() => (s.deleteDeliveries.run(c.name), s.delete.run(c.name).changes === 1)).immediate();
     case 'list':

@@ -92,11 +92,15 @@ describe.skipIf(skip !== null)(`schedules in a cluster${skip === null ? '' : ` (
     expect(tickTurns.length).toBe(recorded!.fires);
   }, SLOW);
 
-  it('the node that claims a tick and is killed before firing it leaves it to another, which fires it once', async () => {
+  /**
+   * Nodes b and c kill themselves (SIGKILL) at a point of a fresh tick of a `prefix…` one-shot, set by the test hook
+   * `hook`; a never does. Whichever node claims first fires: until b or c is the one, another one-shot is tried (a wins
+   * a race 1 time in 3). Then one node has died, and every one-shot's turn is in history exactly once.
+   */
+  async function killedMidTick(hook: string, prefix: string): Promise<void> {
     const db = await testDatabase();
     const name = testClusterName();
-    // b and c kill themselves (SIGKILL) on a fresh claim of a "victim" tick; a never does.
-    const kill = { AGENTD_TEST_SCHEDULE_CLAIM_KILL: 'victim' };
+    const kill = { [hook]: prefix };
     const a = await node(db, name, 'a');
     const [b, c] = [await node(db, name, 'b', kill), await node(db, name, 'c', kill)];
     const [ca, cb, cc] = [await testClient(a), await testClient(b), await testClient(c)];
@@ -104,43 +108,26 @@ describe.skipIf(skip !== null)(`schedules in a cluster${skip === null ? '' : ` (
     const died: string[] = [];
     void b.exited.then(() => died.push('b'));
     void c.exited.then(() => died.push('c'));
-    const source = sourceKeptByA('victims');
+    const source = sourceKeptByA(`${prefix}s`);
     await ca.subscribe(source, 'assistant');
     await waitFor(async () => (await cb.subscriptions()).length === 1 && (await cc.subscriptions()).length === 1, 'every node to hold the subscription');
-    // Whichever node claims first fires: until b or c is the one, try another one-shot (a wins a race 1 time in 3).
     const fired: string[] = [];
     for (let i = 0; i < 8 && died.length === 0; i++) {
-      await ca.request('create_schedule', { name: `victim-${i}`, source, payload: `victim-${i}`, at: new Date(Date.now() + 3_000).toISOString() });
-      fired.push(`victim-${i}`);
-      await waitFor(async () => (await schedules(ca)).length === 0, `victim-${i} to fire`, 60_000);
+      await ca.request('create_schedule', { name: `${prefix}-${i}`, source, payload: `${prefix}-${i}`, at: new Date(Date.now() + 3_000).toISOString() });
+      fired.push(`${prefix}-${i}`);
+      await waitFor(async () => (await schedules(ca)).length === 0, `${prefix}-${i} to fire and be recorded`, 60_000);
     }
     expect(died).toHaveLength(1);
     expect([...(await settledTurns(ca, source))].sort()).toEqual(fired.sort());
+  }
+
+  it('the node that claims a tick and is killed before firing it leaves it to another, which fires it once', async () => {
+    await killedMidTick('AGENTD_TEST_SCHEDULE_CLAIM_KILL', 'victim');
   }, SLOW);
 
+  // The tick is published again by another node; its turn, stored by the first publish, is replayed, not run twice.
   it('a node killed after publishing a tick and before recording it: the tick fires again, and runs no turn twice', async () => {
-    const db = await testDatabase();
-    const name = testClusterName();
-    const kill = { AGENTD_TEST_SCHEDULE_PUBLISHED_KILL: 'replayed' };
-    const a = await node(db, name, 'a');
-    const [b, c] = [await node(db, name, 'b', kill), await node(db, name, 'c', kill)];
-    const [ca, cb, cc] = [await testClient(a), await testClient(b), await testClient(c)];
-    await settledOn([ca, cb, cc], ['a', 'b', 'c'], PARTITIONS);
-    const died: string[] = [];
-    void b.exited.then(() => died.push('b'));
-    void c.exited.then(() => died.push('c'));
-    const source = sourceKeptByA('replays');
-    await ca.subscribe(source, 'assistant');
-    await waitFor(async () => (await cb.subscriptions()).length === 1 && (await cc.subscriptions()).length === 1, 'every node to hold the subscription');
-    const fired: string[] = [];
-    for (let i = 0; i < 8 && died.length === 0; i++) {
-      await ca.request('create_schedule', { name: `replayed-${i}`, source, payload: `replayed-${i}`, at: new Date(Date.now() + 3_000).toISOString() });
-      fired.push(`replayed-${i}`);
-      await waitFor(async () => (await schedules(ca)).length === 0, `replayed-${i} to fire and be recorded`, 60_000);
-    }
-    expect(died).toHaveLength(1);
-    // The tick its node published and died before recording was published again by another node: each turn once.
-    expect([...(await settledTurns(ca, source))].sort()).toEqual(fired.sort());
+    await killedMidTick('AGENTD_TEST_SCHEDULE_PUBLISHED_KILL', 'replayed');
   }, SLOW);
 });
 

@@ -3,7 +3,7 @@
  * scrape (one `get_stats`, one pass over the open turns), so nothing is
  * counted twice and serving a request costs the metrics nothing.
  */
-import { statSync } from 'node:fs';
+import { fileSize } from '../../storage/sqlite/db.ts';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Stats } from '../../shared/wire/ops.ts';
 
@@ -16,14 +16,6 @@ export interface GaugeSources {
 }
 
 type Setter = (s: Stats) => void;
-
-function fileBytes(path: string): number {
-  try {
-    return statSync(path).size;
-  } catch {
-    return 0;
-  }
-}
 
 /** Registers the gauges and counters; the returned refresh reads their sources (call it before each scrape). */
 export function registerDaemonGauges(registry: Registry, sources: GaugeSources): () => Promise<void> {
@@ -76,6 +68,6 @@ export function registerDaemonGauges(registry: Registry, sources: GaugeSources):
     turns.reset();
     open.running.forEach((n, shard) => turns.set({ shard: String(shard), state: 'running' }, n));
     open.queued.forEach((n, shard) => turns.set({ shard: String(shard), state: 'queued' }, n));
-    if (sources.walPath !== null) wal.set(fileBytes(sources.walPath));
+    if (sources.walPath !== null) wal.set(fileSize(sources.walPath));
   };
 }

@@ -308,7 +308,8 @@ export function boundedCheckpoint(db: Db, walPath: string, walMaxBytes: number, 
   return { mode: 'TRUNCATE', busy, walBytesBefore };
 }
 
-function fileSize(path: string): number {
+/** A file's size in bytes; 0 when it does not exist (a WAL between checkpoints, say). */
+export function fileSize(path: string): number {
   try {
     return statSync(path).size;
   } catch {

@@ -48,6 +48,9 @@ import { MetricsService } from './metrics/metrics-service.ts';
 import { TurnLedger } from './turn-ledger.ts';
 import { collectStats } from './ops/admin.ts';
 import type { DispatchContext } from './ops/op-table.ts';
+import { authenticator, TokenService } from './auth/token-service.ts';
+import { guardedDispatch } from './auth/authorize.ts';
+import type { Authenticate } from './auth/principal.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -94,6 +97,9 @@ interface DaemonParts {
   webhooks: WebhookHub;
   /** Prometheus metrics; null while `metrics` is off. */
   metrics: MetricsService | null;
+  tokens: TokenService;
+  /** The home's token (admin) or a scoped one, to a Principal: what every transport authenticates with. */
+  authenticate: Authenticate;
 }
 
 export class Daemon implements ConnectionHost {
@@ -186,6 +192,7 @@ export class Daemon implements ConnectionHost {
     lifecycle.closing = true;
     this.#parts.schedules.stop();
     this.#parts.webhooks.stop();
+    this.#parts.tokens.stop();
     this.#parts.topology.leave();
     // Stop accepting now; a server's close completes only once its connections end (teardown).
     const serversClosed = Promise.all(this.#servers.map(closeServer));
@@ -252,6 +259,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   };
   const bus = createBus(config, { storage, log, agents, topology, pool, agentEvents }, startup.subscriptions);
   const schedules = startSchedules(config, storage, bus, log);
+  const tokens = new TokenService({ storage, log, live: () => connections.values() });
+  connectionLimits.authenticate = tokens.authenticate;
   const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: topology.agentChanges });
   const dispatchContext: DispatchContext = {
     pool, storage, bus, observers, agents, agentService, mcp,
@@ -266,11 +275,12 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     schedules,
     webhooks,
     webhookHosts: config.webhookHosts,
+    tokens,
   };
   const dispatch = createDispatch(dispatchContext, limitLog);
   metrics?.attach({ stats: () => collectStats(dispatchContext), turns: () => ledger.perShard(config.workers), walPath: store?.kind === 'sqlite' ? `${store.path}-wal` : null });
   // Clients' (and harnesses') requests go where the topology sends them.
-  const entry = topology.entry(dispatch);
+  const entry = guardedDispatch(topology.entry(dispatch));
   const harness = new HarnessHost(entry, agents);
   const outputs = shardOutputs(config, { agents, store, writeLock, harness, mcp, writer, topology, connections, bus, log, agentEvents });
   writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
@@ -278,7 +288,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   await topology.serve({ storage, local: dispatch, agents, bus, observers, onAgentsChanged: () => mcp.sync(), closing: () => lifecycle.closing });
   await schedules.start();
   await webhooks.start();
-  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics };
+  tokens.startSweeping();
+  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics, tokens, authenticate: authenticator(connectionLimits.token, tokens) };
 }
 
 type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;

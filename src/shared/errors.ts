@@ -6,6 +6,7 @@
 export const Code = {
   BadRequest: 400,
   Unauthorized: 401,
+  Forbidden: 403,
   NotFound: 404,
   Conflict: 409,
   TooLarge: 413,

@@ -18,6 +18,7 @@ import type { ConversationSummary, SessionHit } from '../shared/wire/ops.ts';
 import type { Message } from '../models/types.ts';
 import type { ScheduleCall } from './schedule-calls.ts';
 import type { WebhookCall } from './webhook-calls.ts';
+import type { TokenCall } from './token-calls.ts';
 
 // Main reads the start-up state too (it may not import worker code): defined with the storage tasks.
 export type { StoredStartupState, SubscriptionRecord };
@@ -129,6 +130,8 @@ export interface DaemonStorage {
   schedules?(call: ScheduleCall): Promise<unknown>;
   /** Outbound webhooks and their outbox (main/webhooks/): one call of storage/webhook-calls.ts. */
   webhooks?(call: WebhookCall): Promise<unknown>;
+  /** Scoped tokens (main/auth/): one call of storage/token-calls.ts. */
+  tokens?(call: TokenCall): Promise<unknown>;
   close(): Promise<void>;
 }
 

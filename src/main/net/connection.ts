@@ -10,6 +10,7 @@ import { isPlainMap } from '../../shared/args.ts';
 import { assertPortableMsgpack } from '../../shared/portable-msgpack.ts';
 import { decodeRequest } from './request-body.ts';
 import { sameSecret } from './token.ts';
+import { ADMIN, type Authenticate, type Principal } from '../auth/principal.ts';
 
 /** Where a connection's requests go, and what it tells when it closes. */
 export interface ConnectionHost {
@@ -26,6 +27,8 @@ export interface ConnectionLimits {
   hardLimitBytes: number;
   /** A token the first request must present (`auth`), or null. */
   token: string | null;
+  /** Resolves a token other than `token` (a scoped one, kept in the store); absent: only `token` is accepted. */
+  authenticate?: Authenticate;
   /** An unauthenticated connection is closed after this long. */
   authTimeoutMs: number;
   /** Told when a connection has authenticated, or needed no token: it keeps its slot (connection-limit.ts). */
@@ -48,6 +51,8 @@ export const STALLED_READER_MS = 3_000;
  * most; a larger header is refused before any of its body is read.
  */
 export const PRE_AUTH_MAX_BODY_BYTES = 1024;
+/** Frames a client may pipeline behind its `auth` while a scoped token is looked up; more is refused. */
+const MAX_HELD_FRAMES = 64;
 const AUTH_REQUIRED = `authentication required: the first request must be {"auth": {"token": "..."}} of at most ${PRE_AUTH_MAX_BODY_BYTES} bytes`;
 
 export class Connection implements FrameSink {
@@ -59,6 +64,10 @@ export class Connection implements FrameSink {
   readonly #limits: ConnectionLimits;
   #state: State = 'open';
   #authed: boolean;
+  /** What this connection may do: the admin, until a scoped token says less. */
+  #principal: Principal = ADMIN;
+  /** While a scoped token is looked up: the frames that came behind `auth`, held in order; null otherwise. */
+  #held: Array<[number, Buffer]> | null = null;
   #paused = false;
   #cancelTurnsOnClose = true;
   #authTimer: NodeJS.Timeout | null = null;
@@ -85,6 +94,11 @@ export class Connection implements FrameSink {
     // 'error' only records: 'close' always follows and does the cleanup.
     socket.on('error', () => {});
     socket.on('close', this.#onClose);
+  }
+
+  /** What its token lets this connection do (dispatch checks each request against it). */
+  get principal(): Principal {
+    return this.#principal;
   }
 
   get open(): boolean {
@@ -115,6 +129,7 @@ export class Connection implements FrameSink {
 
   onFrame(id: number, _flags: number, body: Uint8Array): void {
     if (this.#state !== 'open') return;
+    if (this.#held !== null) return this.#hold(id, body);
     if (!this.#authed) return this.#authenticate(id, body);
     let value: unknown;
     try {
@@ -149,7 +164,45 @@ export class Connection implements FrameSink {
     }
     const auth = isPlainMap(value) && Object.keys(value).length === 1 ? value.auth : undefined;
     if (!isPlainMap(auth) || typeof auth.token !== 'string') return this.#refuseAuth(id, AUTH_REQUIRED);
-    if (!sameSecret(auth.token, this.#limits.token!)) return this.#refuseAuth(id, 'wrong token');
+    if (sameSecret(auth.token, this.#limits.token!)) return this.#accept(id, ADMIN);
+    const lookup = this.#limits.authenticate;
+    if (lookup === undefined) return this.#refuseAuth(id, 'wrong token');
+    // A scoped token is looked up in the store: nothing behind it is read or served until that is done.
+    this.#held = [];
+    this.#socket.pause();
+    lookup(auth.token).then(
+      (principal) => this.#looked(id, principal),
+      (err: unknown) => this.#looked(id, err instanceof Error ? err : new Error(String(err))),
+    );
+  }
+
+  /** A frame that came while the token was looked up: kept (a copy: the chunk is not ours) for after. */
+  #hold(id: number, body: Uint8Array): void {
+    if (this.#held!.length >= MAX_HELD_FRAMES) {
+      this.#held = null;
+      return this.#refuseAuth(id, `at most ${MAX_HELD_FRAMES} requests may wait behind "auth"; wait for its answer`);
+    }
+    this.#held!.push([id, Buffer.from(body)]);
+  }
+
+  #looked(id: number, result: Principal | null | Error): void {
+    const held = this.#held ?? [];
+    this.#held = null;
+    if (this.#state !== 'open') return;
+    if (result === null) return this.#refuseAuth(id, 'wrong token');
+    if (result instanceof Error) return this.#refuseAuth(id, `the token could not be checked: ${result.message}`, Code.Internal);
+    this.#batch = [];
+    try {
+      this.#accept(id, result);
+      for (const [heldId, body] of held) this.onFrame(heldId, 0, body);
+    } finally {
+      this.#flushBatch();
+    }
+    if (!this.#paused && this.#state === 'open') this.#socket.resume();
+  }
+
+  #accept(id: number, principal: Principal): void {
+    this.#principal = principal;
     this.#authed = true;
     this.#limits.onAuthenticated?.(this.#socket);
     this.#clearAuthTimer();
@@ -157,14 +210,16 @@ export class Connection implements FrameSink {
     this.reply(id, replyBody('auth', {}));
   }
 
-  #refuseAuth(id: number, message: string): void {
-    this.reply(id, errorBody({ code: Code.Unauthorized, message }));
+  #refuseAuth(id: number, message: string, code: Code = Code.Unauthorized): void {
+    this.reply(id, errorBody({ code, message }));
     this.#closeGracefully();
+    this.#socket.resume(); // paused while a token was looked up: what the peer still sends is read and dropped
   }
 
   readonly #onAuthTimeout = (): void => {
     this.#authTimer = null;
     if (this.#authed || this.#state !== 'open') return;
+    this.#held = null;
     this.#refuseAuth(0, `not authenticated within ${this.#limits.authTimeoutMs} ms`);
   };
 

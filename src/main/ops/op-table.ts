@@ -18,6 +18,8 @@ import type { ObserverHub, ObserverSink } from '../bus/observers.ts';
 import type { McpHub } from '../hosts/mcp-hub.ts';
 import type { ScheduleEngine } from '../schedules/schedule-engine.ts';
 import type { WebhookHub } from '../webhooks/webhook-hub.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { TokenService } from '../auth/token-service.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {
@@ -27,6 +29,8 @@ export interface Requester extends ObserverSink {
   reply(req: number, value: FrameBody): void;
   /** Resolves once the bytes queued for it went out (a slow reader caught up); absent where nothing queues. */
   drained?(): Promise<void>;
+  /** What its token lets it do; absent: the admin (a trusted transport, a harness, a call another node forwarded after checking it). */
+  readonly principal?: Principal;
 }
 
 export interface DispatchContext {
@@ -57,6 +61,8 @@ export interface DispatchContext {
   webhooks: WebhookHub;
   /** `webhook_hosts`: the hosts a webhook URL may name (empty: any). */
   webhookHosts: readonly string[];
+  /** Scoped tokens (main/auth/). */
+  tokens: TokenService;
 }
 
 /** Returned by handlers whose reply comes later as frames (from a shard, or an observer stream). */

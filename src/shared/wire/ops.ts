@@ -15,6 +15,7 @@ import type { McpOperations } from './mcp.ts';
 import type { ScheduleOperations } from './schedules.ts';
 import type { WebhookOperations } from './webhooks.ts';
 import type { RunOperations } from './runs.ts';
+import type { TokenOperations } from './tokens.ts';
 
 // Each area declares its own types and operations; this module is the one
 // door the client, main and the shards import them through.
@@ -28,9 +29,10 @@ export type * from './mcp.ts';
 export type * from './schedules.ts';
 export type * from './webhooks.ts';
 export type * from './runs.ts';
+export type * from './tokens.ts';
 
 /** Every operation: its argument map, its reply variant and the variant's value. */
-export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations {}
+export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations, TokenOperations {}
 
 export type OperationName = keyof Operations;
 export type ArgsOf<Op extends OperationName> = Operations[Op]['args'];
@@ -82,6 +84,9 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   join_run: 'stream',
   steer: 'steered',
   approve_tool: 'pong',
+  create_token: 'token',
+  list_tokens: 'token_list',
+  revoke_token: 'pong',
 };
 
 export const OPERATIONS = Object.keys(REPLY_VARIANT) as OperationName[];

@@ -18,6 +18,8 @@ import type { ScheduleCall } from '../schedule-calls.ts';
 import { runPgScheduleCall } from './schedules.ts';
 import type { WebhookCall } from '../webhook-calls.ts';
 import { runPgWebhookCall } from './webhooks.ts';
+import type { TokenCall } from '../token-calls.ts';
+import { runPgTokenCall } from './tokens.ts';
 
 const UPSERT_AGENT = `INSERT INTO agents (name, config, created_at, updated_at) VALUES ($1, $2, $3, $3)
   ON CONFLICT (name) DO UPDATE SET config = EXCLUDED.config, updated_at = EXCLUDED.updated_at`;
@@ -114,6 +116,10 @@ export class PgDaemonStorage implements DaemonStorage {
 
   webhooks(call: WebhookCall): Promise<unknown> {
     return runPgWebhookCall(this.#pool, call);
+  }
+
+  tokens(call: TokenCall): Promise<unknown> {
+    return runPgTokenCall(this.#pool, call);
   }
 
   bucketEpoch(current: number | null): Promise<number> {

@@ -170,6 +170,18 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE partition_fences ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0, ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
   CREATE SEQUENCE agentd_cluster_epochs;
   `,
+  // 7: scoped tokens, as SQLite's step 10: shared by every node, so a token made or revoked on one holds on all.
+  `
+  CREATE TABLE tokens (
+    id         TEXT PRIMARY KEY,
+    hash       TEXT NOT NULL,
+    scopes     TEXT NOT NULL,
+    agents     TEXT,
+    sender     TEXT,
+    label      TEXT NOT NULL DEFAULT '',
+    created_at BIGINT NOT NULL
+  );
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

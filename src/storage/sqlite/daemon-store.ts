@@ -16,6 +16,8 @@ import type { ScheduleCall } from '../schedule-calls.ts';
 import { runScheduleCall } from './schedules.ts';
 import type { WebhookCall } from '../webhook-calls.ts';
 import { runWebhookCall } from './webhooks.ts';
+import type { TokenCall } from '../token-calls.ts';
+import { runTokenCall } from './tokens.ts';
 
 /** The connection and what is prepared on it, made on first use. */
 class Connection {
@@ -127,6 +129,10 @@ export class SqliteDaemonStorage implements DaemonStorage {
 
   webhooks(call: WebhookCall): Promise<unknown> {
     return settled(() => this.#lock.with(() => runWebhookCall(this.#c.db, call)));
+  }
+
+  tokens(call: TokenCall): Promise<unknown> {
+    return settled(() => this.#lock.with(() => runTokenCall(this.#c.db, call)));
   }
 
   /** At shutdown, when no shard is left: TRUNCATE folds the WAL into the database and empties it. */

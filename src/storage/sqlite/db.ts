@@ -202,6 +202,18 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_deliveries_order ON webhook_deliveries (webhook, conv, status, seq);
   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
   `,
+  // 10: scoped tokens (main/auth/): the SHA-256 of each secret, never the secret; found by the id the token carries.
+  `
+  CREATE TABLE tokens (
+    id         TEXT PRIMARY KEY,
+    hash       TEXT NOT NULL,
+    scopes     TEXT NOT NULL,
+    agents     TEXT,
+    sender     TEXT,
+    label      TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -7,6 +7,7 @@ import type { StoreLocation } from '../../shared/store-location.ts';
 import type { SubscriptionInfo } from '../../shared/wire/ops.ts';
 import type { ScheduleCall } from '../../storage/schedule-calls.ts';
 import type { WebhookCall } from '../../storage/webhook-calls.ts';
+import type { TokenCall } from '../../storage/token-calls.ts';
 
 /** A stored subscription is the wire's SubscriptionInfo as it is. */
 export type SubscriptionRecord = SubscriptionInfo;
@@ -59,6 +60,8 @@ export type StorageTask =
   | { op: 'schedules'; call: ScheduleCall }
   /** Outbound webhooks and their outbox: one call (storage/webhook-calls.ts). */
   | { op: 'webhooks'; call: WebhookCall }
+  /** Scoped tokens: one call (storage/token-calls.ts). */
+  | { op: 'tokens'; call: TokenCall }
   | ({ op: 'search_sessions' } & SearchOptions);
 
 /** A session search, its bounds already applied (PROTOCOL §4). */

@@ -99,5 +99,8 @@ export default async function handle(task: StorageTask): Promise<unknown> {
     case 'webhooks':
       if (s.webhooks === undefined) throw new Error('this store holds no webhooks');
       return s.webhooks(task.call);
+    case 'tokens':
+      if (s.tokens === undefined) throw new Error('this store holds no tokens');
+      return s.tokens(task.call);
   }
 }

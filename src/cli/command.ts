@@ -21,7 +21,7 @@ export const COMMAND_OPTIONS = {
   guest: { type: 'string', help: '--guest AGENT       let another registered agent answer this one turn inside this conversation' },
   ephemeral: { type: 'boolean', help: '--ephemeral         run on a fresh history and store nothing' },
   'on-busy': { type: 'string', help: '--on-busy MODE      enqueue (default), reject or interrupt when the conversation is busy' },
-  agent: { type: 'string', help: '--agent A           only this agent\'s' },
+  agent: { type: 'string', multiple: true, help: '--agent A           only this agent\'s (tokens create: an agent the token may address; repeat for more)' },
   once: { type: 'boolean', help: '--once              remove the subscription when it first fires' },
   limit: { type: 'string', help: '--limit N           most results (search: 1-20, default 5; runs: 1-1000, default 100)' },
   context: { type: 'string', help: '--context N         messages shown around each hit (default 1)' },
@@ -46,6 +46,8 @@ export const COMMAND_OPTIONS = {
   status: { type: 'string', help: '--status S          runs in this status (queued, running, waiting, done, failed, cancelled, stalled); webhook deliveries: pending, delivered or failed' },
   detach: { type: 'boolean', help: '--detach            the turn goes on if this connection drops (agentctl join picks it up)' },
   after: { type: 'string', help: '--after SEQ         only the frames after this seq (default 0: all)' },
+  scope: { type: 'string', multiple: true, help: '--scope S           a token scope: admin, agents:write, chat or read (repeat for more)' },
+  label: { type: 'string', help: '--label TEXT        a token\'s label, for people' },
 } as const;
 
 export type OptionName = keyof typeof COMMAND_OPTIONS;
@@ -55,7 +57,7 @@ export interface Flags {
   guest?: string;
   ephemeral?: boolean;
   'on-busy'?: string;
-  agent?: string;
+  agent?: string[];
   once?: boolean;
   limit?: string;
   context?: string;
@@ -80,6 +82,8 @@ export interface Flags {
   status?: string;
   detach?: boolean;
   after?: string;
+  scope?: string[];
+  label?: string;
 }
 
 /** What a command that needs no daemon (profile, completion) gets. */
@@ -158,6 +162,13 @@ export function parseJsonArg(value: string, what: string): unknown {
   } catch (err) {
     throw new UsageError(`${what} is not valid JSON: ${(err as Error).message}`);
   }
+}
+
+/** The one agent `--agent` names, for commands that take one (UsageError when repeated). */
+export function oneAgent(flags: Flags): { agent?: string } {
+  const given = flags.agent ?? [];
+  if (given.length > 1) throw new UsageError(`--agent names one agent here, got ${given.length}`);
+  return given.length === 1 ? { agent: given[0]! } : {};
 }
 
 /** Pair arguments: `sender` only when given. */

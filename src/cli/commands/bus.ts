@@ -1,6 +1,6 @@
 /** The event bus and the agent event stream: subscribe, unsubscribe, subscriptions, publish, events (PROTOCOL §4.4, §4.5). */
 import type { AgentEvent } from '../../client/index.ts';
-import { type Command, type Context, parseUint, restText } from '../command.ts';
+import { type Command, type Context, oneAgent, parseUint, restText } from '../command.ts';
 import { clip, type Output } from '../output.ts';
 
 const subscribe: Command = {
@@ -110,7 +110,7 @@ const events: Command = {
   options: ['agent'],
   arity: [0, 0],
   async run({ client, flags, json, out }: Context) {
-    const it = client.events(flags.agent);
+    const it = client.events(oneAgent(flags).agent);
     const printer = new EventPrinter(out);
     const stop = new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
@@ -123,7 +123,7 @@ const events: Command = {
       }
     })();
     await client.ping(); // answered once the daemon has the watch in place
-    out.note(out.err.dim(`watching agent events${flags.agent !== undefined ? ` of ${flags.agent}` : ''} (Ctrl-C to stop)`));
+    out.note(out.err.dim(`watching agent events${flags.agent !== undefined ? ` of ${flags.agent[0]}` : ''} (Ctrl-C to stop)`));
     await Promise.race([tail, stop]);
   },
 };

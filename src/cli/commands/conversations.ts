@@ -1,6 +1,6 @@
 /** Conversations and search: history, conversations, search, delete (PROTOCOL §4.3). */
 import type { HistoryMessage, SessionHit } from '../../client/index.ts';
-import { type Command, type Context, pairLabel, parseUint, senderOf } from '../command.ts';
+import { type Command, type Context, oneAgent, pairLabel, parseUint, senderOf } from '../command.ts';
 import { clip, duration, type Output, type Style } from '../output.ts';
 
 const pair = (agent: string, sender: string): string => `${agent}/${sender}`;
@@ -46,7 +46,7 @@ const conversations: Command = {
   options: ['agent', 'sender', 'active'],
   arity: [0, 0],
   async run({ client, flags, json, out }: Context) {
-    const filter = { ...(flags.agent !== undefined ? { agent: flags.agent } : {}), ...senderOf(flags) };
+    const filter = { ...oneAgent(flags), ...senderOf(flags) };
     if (flags.active === true) {
       const r = await client.call('list_active_conversations', filter);
       if (json) return out.json(r);
@@ -108,7 +108,7 @@ const search: Command = {
       context_before: context,
       context_after: context,
       ...(flags.limit !== undefined ? { limit: parseUint(flags.limit, '--limit') } : {}),
-      ...(flags.agent !== undefined ? { agent: flags.agent } : {}),
+      ...oneAgent(flags),
       ...senderOf(flags),
     });
     if (json) return out.json(r);

@@ -12,11 +12,12 @@ import { turnCommands } from './turns.ts';
 import { scheduleCommands } from './schedules.ts';
 import { webhookCommands } from './webhooks.ts';
 import { runCommands } from './runs.ts';
+import { tokenCommands } from './tokens.ts';
 
-export const COMMANDS: readonly Command[] = [...turnCommands, ...runCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...scheduleCommands, ...webhookCommands, ...daemonCommands, ...profileCommands, completion];
+export const COMMANDS: readonly Command[] = [...turnCommands, ...runCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...scheduleCommands, ...webhookCommands, ...tokenCommands, ...daemonCommands, ...profileCommands, completion];
 
 /** Groups whose bare name runs their `list` command. */
-export const GROUPS: readonly string[] = ['agents', 'models', 'skills', 'profile', 'schedules', 'webhooks'];
+export const GROUPS: readonly string[] = ['agents', 'models', 'skills', 'profile', 'schedules', 'webhooks', 'tokens'];
 
 /** Finds the command named by the first positionals; returns it and how many words its name took. */
 export function findCommand(positionals: string[]): { command: Command; words: number } | null {

@@ -1,7 +1,7 @@
 /** Runs: list them, show one, follow one again (PROTOCOL §4.13). */
 import { RUN_STATUSES, type RunInfo, type RunStatus } from '../../shared/wire/runs.ts';
 import { turnFailure } from '../failure.ts';
-import { type Command, type Context, parseUint, restText, senderOf, UsageError } from '../command.ts';
+import { type Command, type Context, oneAgent, parseUint, restText, senderOf, UsageError } from '../command.ts';
 import { TurnPrinter } from './turns.ts';
 
 function statusOf(value: string | undefined): { status?: RunStatus } {
@@ -22,7 +22,7 @@ const runs: Command = {
   arity: [0, 0],
   async run({ client, flags, json, out }: Context) {
     const list = await client.listRuns({
-      ...(flags.agent !== undefined ? { agent: flags.agent } : {}),
+      ...oneAgent(flags),
       ...(flags.sender !== undefined ? { sender: flags.sender } : {}),
       ...statusOf(flags.status),
       ...(flags.limit !== undefined ? { limit: parseUint(flags.limit, '--limit') } : {}),

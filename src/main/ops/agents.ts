@@ -1,16 +1,21 @@
 /** Agents, skills and models: answered on main (agent changes also reach every shard). */
 import { AgentdError, Code } from '../../shared/errors.ts';
-import { op, type OpTable } from './op-table.ts';
+import { seesSecrets } from '../auth/authorize.ts';
+import type { AgentInfo } from '../../shared/wire/ops.ts';
+import { op, type OpTable, type Requester } from './op-table.ts';
+
+/** An agent as the requester may see it: without its configuration unless it sees secrets (auth/authorize.ts). */
+const shown = (from: Requester, info: AgentInfo): AgentInfo => (seesSecrets(from) ? info : { ...info, config: {} });
 
 type AgentOp = 'list_agents' | 'get_agent' | 'create_agent' | 'update_agent' | 'delete_agent' | 'list_models' | 'set_active_model' | 'list_skills' | 'get_skill';
 
 export const agentOps: OpTable<AgentOp> = {
-  list_agents: op((ctx) => ({ agents: ctx.agents.list() })),
-  get_agent: op((ctx, _from, _req, args) => {
+  list_agents: op((ctx, from) => ({ agents: ctx.agents.list().map((a) => shown(from, a)) })),
+  get_agent: op((ctx, from, _req, args) => {
     const name = args.nonEmptyStr('name');
     const info = ctx.agents.info(name);
     if (info === undefined) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
-    return info;
+    return shown(from, info);
   }),
   create_agent: op(async (ctx, _from, _req, args) => {
     const name = args.str('name');

@@ -8,6 +8,18 @@ import { AgentdError, Code } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import { commonView, type OpArgs } from './op-args.ts';
 import { op, ROUTED, type DispatchContext, type OpTable } from './op-table.ts';
+import { seesSecrets } from '../auth/authorize.ts';
+import { REDACTED } from '../../shared/redact.ts';
+import type { McpInfo } from '../../shared/wire/ops.ts';
+
+const hidden = (values: Record<string, string> | undefined): Record<string, string> | undefined =>
+  values === undefined ? undefined : Object.fromEntries(Object.keys(values).map((k) => [k, REDACTED]));
+
+/** An MCP server as a token that does not see secrets sees it: its `env` and `headers` values redacted. */
+function withoutSecrets(m: McpInfo): McpInfo {
+  const { env, headers, ...rest } = m.config;
+  return { ...m, config: { ...rest, ...(env === undefined ? {} : { env: hidden(env) }), ...(headers === undefined ? {} : { headers: hidden(headers) }) } };
+}
 
 /** A JSON merge patch that turns `from` into exactly `to` (keys absent from `to` become null). */
 export function replacingPatch(from: unknown, to: unknown): unknown {
@@ -30,10 +42,11 @@ function knownServer(ctx: DispatchContext, args: OpArgs<ServerOp>): { agent: str
 type McpOp = 'list_mcps' | 'upsert_mcp' | 'delete_mcp' | 'reconnect_mcp' | 'subscribe_mcp_events';
 
 export const mcpOps: OpTable<McpOp> = {
-  list_mcps: op((ctx, _from, _req, args) => {
+  list_mcps: op((ctx, from, _req, args) => {
     const agent = args.optStr('agent');
     if (agent !== null && !ctx.agents.has(agent)) throw new AgentdError(Code.NotFound, `unknown agent "${agent}"`);
-    return { mcps: ctx.mcp.list(agent) };
+    const mcps = ctx.mcp.list(agent);
+    return { mcps: seesSecrets(from) ? mcps : mcps.map(withoutSecrets) };
   }),
   upsert_mcp: op(async (ctx, _from, _req, args) => {
     const agent = args.knownAgent(ctx.agents, 'agent');

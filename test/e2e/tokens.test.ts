@@ -1,0 +1,164 @@
+/**
+ * Issue 29, tokens with scopes, over the socket protocol: a daemon on
+ * SQLite, tokens made with agentctl and the client library, each refused
+ * exactly what its scopes and binding leave out (403), revoked at once
+ * (401 on the next connection, the live one closed), bad input answered 400,
+ * and no secret in the log or in list_tokens.
+ */
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { AgentdClient, CreatedToken } from '../../src/client/index.ts';
+import { encodeBody, encodeFrame } from '../../src/shared/codec.ts';
+import { cleanup, collect, startDaemon, type Daemon } from '../helpers/daemon.ts';
+import { ctl } from '../helpers/cli.ts';
+import { RawConn } from '../helpers/raw.ts';
+
+const CONFIG = { agents: { assistant: { model: 'echo' }, other: { model: 'echo' } } };
+
+let d: Daemon;
+let admin: AgentdClient;
+const made: string[] = [];
+
+beforeAll(async () => {
+  d = await startDaemon({ config: CONFIG, workers: 1 });
+  admin = await d.client();
+  await admin.send('assistant', 'bob writes a secret plan', { sender: 'bob' });
+});
+afterAll(async () => {
+  await admin?.close();
+  if (d !== undefined) await cleanup(d);
+});
+
+async function create(args: Parameters<AgentdClient['createToken']>[0]): Promise<CreatedToken> {
+  const t = await admin.createToken(args);
+  made.push(t.token);
+  return t;
+}
+
+async function as(token: string): Promise<AgentdClient> {
+  const c = await d.tcpClient({ token });
+  onTestFinished(() => c.close());
+  return c;
+}
+
+const refusal = (p: Promise<unknown>): Promise<unknown> => expect(p).rejects.toMatchObject({ code: 403 });
+
+describe('a chat token bound to sender alice and agent assistant', () => {
+  let alice: string;
+
+  beforeAll(async () => {
+    const r = await ctl(d.socketPath, ['tokens', 'create', '--scope', 'chat', '--agent', 'assistant', '--sender', 'alice', '--label', 'alice app', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { token: CreatedToken };
+    expect(out.token).toMatchObject({ scopes: ['chat'], agents: ['assistant'], sender: 'alice', label: 'alice app' });
+    expect(out.token.token).toMatch(/^agd_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
+    alice = out.token.token;
+    made.push(alice);
+  });
+
+  it('streams as alice to its agent, the sender filled in', async () => {
+    const c = await as(alice);
+    const evs = await collect(c.stream('assistant', 'hello from alice'));
+    expect(evs.at(-1)).toMatchObject({ type: 'end', stop_reason: 'text' });
+    const mine = (await c.request('get_conversation_history', { agent: 'assistant' })).conversation_history as { sender: string; messages: unknown[] };
+    expect(mine).toMatchObject({ sender: 'alice', messages: [{ content: 'hello from alice' }, { content: 'hello from alice' }] });
+    const stored = (await admin.request('get_conversation_history', { agent: 'assistant', sender: 'alice' })).conversation_history as { messages: unknown[] };
+    expect(stored.messages).toHaveLength(2);
+  });
+
+  it('cannot read bob\'s history, speak as bob, or address another agent (403)', async () => {
+    const c = await as(alice);
+    await expect(c.request('get_conversation_history', { agent: 'assistant', sender: 'bob' })).rejects.toMatchObject({ code: 403, message: expect.stringMatching(/only as sender "alice", not "bob"/) });
+    await refusal(c.send('assistant', 'I am bob', { sender: 'bob' }));
+    await refusal(c.send('other', 'hi'));
+    await refusal(c.request('search_sessions', { query: 'plan', sender: 'bob' }));
+    const listed = (await c.request('list_conversations', {})).conversation_list as { conversations: { sender: string }[] };
+    expect(listed.conversations.map((x) => x.sender)).toEqual(['alice']);
+  });
+
+  it('cannot create an agent or add an MCP server (403 naming agents:write)', async () => {
+    const c = await as(alice);
+    await expect(c.request('create_agent', { name: 'rogue', config: { model: 'echo' } })).rejects.toMatchObject({ code: 403, message: expect.stringContaining('this token lacks the "agents:write" scope') });
+    await expect(c.request('upsert_mcp', { agent: 'assistant', config: { name: 'sh', command: '/bin/sh' } })).rejects.toMatchObject({ code: 403, message: expect.stringContaining('"agents:write"') });
+    await refusal(c.request('list_tokens', {}));
+    expect((await admin.listAgents()).map((a) => a.name)).not.toContain('rogue');
+    expect(((await admin.request('list_mcps', {})).mcp_list as { mcps: unknown[] }).mcps).toEqual([]);
+  });
+});
+
+describe('other scopes, revocation, bad input', () => {
+  it('a read token reads but cannot stream', async () => {
+    const t = await create({ scopes: ['read'] });
+    const c = await as(t.token);
+    await expect(collect(c.stream('assistant', 'hi', { sender: 'carol' }))).rejects.toMatchObject({ code: 403, message: expect.stringContaining('"chat" scope') });
+    const h = (await c.request('get_conversation_history', { agent: 'assistant', sender: 'bob' })).conversation_history as { messages: unknown[] };
+    expect(h.messages.length).toBeGreaterThan(0);
+    await c.ping();
+  });
+
+  it('a read token sees agents and MCP servers without their secrets', async () => {
+    await admin.request('upsert_mcp', { agent: 'other', config: { name: 'fs', command: 'true', env: { API_KEY: 'hush-hush-123' } } });
+    const c = await as((await create({ scopes: ['read'] })).token);
+    const mcps = JSON.stringify(await c.listMcps('other'));
+    expect(mcps).toContain('API_KEY');
+    expect(mcps).not.toContain('hush-hush-123');
+    expect((await c.request('get_agent', { name: 'other' })).agent_info).toMatchObject({ name: 'other', mcps: ['fs'], config: {} });
+    expect(JSON.stringify(await c.listAgents())).not.toContain('hush-hush-123');
+    expect(JSON.stringify(await admin.listMcps('other'))).toContain('hush-hush-123');
+    await admin.deleteMcp('other', 'fs');
+  });
+
+  it('a revoked token is cut at once and refused (401) on the next connection', async () => {
+    const t = await create({ scopes: ['chat'] });
+    const live = await as(t.token);
+    await live.ping();
+    const r = await ctl(d.socketPath, ['tokens', 'revoke', t.id]);
+    expect(r.code, r.stderr).toBe(0);
+    await live.closed();
+    await expect(live.ping()).rejects.toBeDefined();
+    await expect(d.tcpClient({ token: t.token })).rejects.toMatchObject({ code: 401, message: 'wrong token' });
+    expect((await admin.listTokens()).map((x) => x.id)).not.toContain(t.id);
+    await expect(admin.revokeToken(t.id)).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('answers bad input with 400 and stores nothing', async () => {
+    const before = (await admin.listTokens()).length;
+    for (const args of [{ scopes: [] }, { scopes: ['root'] }, {}, { scopes: 'chat' }, { scopes: ['chat'], agents: [] }, { scopes: ['chat'], sender: 'event:x' }, { scopes: ['admin'], sender: 'alice' }]) {
+      await expect(admin.request('create_token', args as never), JSON.stringify(args)).rejects.toMatchObject({ code: 400, message: expect.stringContaining('create_token.') });
+    }
+    expect((await admin.listTokens()).length).toBe(before);
+    const r = await ctl(d.socketPath, ['tokens', 'create', '--scope', 'root']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('unknown scope "root"');
+    const none = await ctl(d.socketPath, ['tokens', 'create']);
+    expect(none.stderr).toContain('needs --scope');
+  });
+
+  it('holds requests sent behind a scoped auth until the lookup is done, and serves none after a refusal', async () => {
+    const t = await create({ scopes: ['read'] });
+    const ok = await RawConn.openTcp(d.port!);
+    onTestFinished(() => ok.close());
+    ok.write(Buffer.concat([encodeFrame(1, 0, encodeBody({ auth: { token: t.token } })), encodeFrame(2, 0, encodeBody({ ping: {} })), encodeFrame(3, 0, encodeBody({ create_agent: { name: 'x', config: {} } }))]));
+    const frames = await ok.until((f) => f.length === 3);
+    expect(frames.map((f) => [f.id, Object.keys(f.body)[0]])).toEqual([[1, 'pong'], [2, 'pong'], [3, 'error']]);
+    expect(frames[2]!.body.error.code).toBe(403);
+    const bad = await RawConn.openTcp(d.port!);
+    onTestFinished(() => bad.close());
+    bad.write(Buffer.concat([encodeFrame(1, 0, encodeBody({ auth: { token: `${t.token.slice(0, -1)}A` } })), encodeFrame(2, 0, encodeBody({ ping: {} }))]));
+    await bad.waitClosed();
+    expect(bad.frames.map((f) => [f.id, f.body.error?.code])).toEqual([[1, 401]]);
+  });
+
+  it('never shows a secret in list_tokens or the log', async () => {
+    const listed = JSON.stringify(await admin.listTokens());
+    const r = await ctl(d.socketPath, ['tokens', 'list']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(made.length).toBeGreaterThan(2);
+    for (const token of made) {
+      const secret = token.slice('agd_'.length + 17);
+      expect(secret).toHaveLength(43);
+      expect(listed).not.toContain(secret);
+      expect(r.stdout).not.toContain(secret);
+      expect(d.stderr()).not.toContain(secret);
+    }
+  });
+});

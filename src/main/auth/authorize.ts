@@ -10,7 +10,7 @@ import { AgentdError, Code } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import type { OperationName } from '../../shared/wire/ops.ts';
 import { errorBody } from '../../shared/wire/frames.ts';
-import type { Dispatch, Requester } from '../dispatch.ts';
+import type { Dispatch } from '../dispatch.ts';
 import type { Principal } from './principal.ts';
 import { SCOPE_TABLE, type Binding } from './scope-table.ts';
 
@@ -101,13 +101,3 @@ export function guardedDispatch(next: Dispatch): Dispatch {
   };
 }
 
-/**
- * Whether the requester sees agents' whole configuration, MCP `env` and
- * `headers` values included: the admin, and `agents:write` (which could set
- * them anyway). Others (`read`) get agents with an empty `config`, as a
- * harness does, and MCP servers with those values redacted.
- */
-export function seesSecrets(from: Requester): boolean {
-  const p = from.principal;
-  return p === undefined || p.scopes.includes('admin') || p.scopes.includes('agents:write');
-}

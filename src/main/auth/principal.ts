@@ -25,3 +25,14 @@ export const ADMIN: Principal = Object.freeze({ scopes: Object.freeze(['admin'] 
 
 /** Resolves a presented token to what it may do, or null when it is unknown or revoked. */
 export type Authenticate = (token: string) => Promise<Principal | null>;
+
+/**
+ * Whether a requester (its principal; none: the admin) sees agents' whole
+ * configuration, MCP `env` and `headers` values included: the admin, and
+ * `agents:write` (which could set them anyway). Others (`read`) get agents
+ * with an empty `config`, as a harness does, and MCP servers with those
+ * values redacted.
+ */
+export function seesSecrets(p: Principal | undefined): boolean {
+  return p === undefined || p.scopes.includes('admin') || p.scopes.includes('agents:write');
+}

@@ -1,11 +1,11 @@
 /** Agents, skills and models: answered on main (agent changes also reach every shard). */
 import { AgentdError, Code } from '../../shared/errors.ts';
-import { seesSecrets } from '../auth/authorize.ts';
+import { seesSecrets } from '../auth/principal.ts';
 import type { AgentInfo } from '../../shared/wire/ops.ts';
 import { op, type OpTable, type Requester } from './op-table.ts';
 
 /** An agent as the requester may see it: without its configuration unless it sees secrets (auth/authorize.ts). */
-const shown = (from: Requester, info: AgentInfo): AgentInfo => (seesSecrets(from) ? info : { ...info, config: {} });
+const shown = (from: Requester, info: AgentInfo): AgentInfo => (seesSecrets(from.principal) ? info : { ...info, config: {} });
 
 type AgentOp = 'list_agents' | 'get_agent' | 'create_agent' | 'update_agent' | 'delete_agent' | 'list_models' | 'set_active_model' | 'list_skills' | 'get_skill';
 

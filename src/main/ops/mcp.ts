@@ -8,7 +8,7 @@ import { AgentdError, Code } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
 import { commonView, type OpArgs } from './op-args.ts';
 import { op, ROUTED, type DispatchContext, type OpTable } from './op-table.ts';
-import { seesSecrets } from '../auth/authorize.ts';
+import { seesSecrets } from '../auth/principal.ts';
 import { REDACTED } from '../../shared/redact.ts';
 import type { McpInfo } from '../../shared/wire/ops.ts';
 
@@ -46,7 +46,7 @@ export const mcpOps: OpTable<McpOp> = {
     const agent = args.optStr('agent');
     if (agent !== null && !ctx.agents.has(agent)) throw new AgentdError(Code.NotFound, `unknown agent "${agent}"`);
     const mcps = ctx.mcp.list(agent);
-    return { mcps: seesSecrets(from) ? mcps : mcps.map(withoutSecrets) };
+    return { mcps: seesSecrets(from.principal) ? mcps : mcps.map(withoutSecrets) };
   }),
   upsert_mcp: op(async (ctx, _from, _req, args) => {
     const agent = args.knownAgent(ctx.agents, 'agent');

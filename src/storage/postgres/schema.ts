@@ -170,6 +170,17 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE partition_fences ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0, ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
   CREATE SEQUENCE agentd_cluster_epochs;
   `,
+  // 7: runs waiting for a tool approval, as SQLite's step 10.
+  `
+  CREATE TABLE waiting_runs (
+    run_id     TEXT PRIMARY KEY,
+    agent      TEXT NOT NULL,
+    sender     TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    state      TEXT NOT NULL
+  );
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -154,6 +154,8 @@ export class ClusterNode {
     leases.on('renewed', (until) => this.fences.setValidUntil(until));
     leases.on('gained', (p, token) => {
       this.fences.set(p, token);
+      // Runs waiting for approval on the partition resume here, ahead of the requests served from now on.
+      parts.pool.broadcast({ type: 'restore_runs', partition: p, partitions: settings.partitions });
       if (!this.#leaving) this.#server!.serve(p);
     });
     leases.on('lost', (p, reason) => {

@@ -9,6 +9,7 @@ import type { Message } from '../models/types.ts';
 import type { Cancellation } from './turn/cancellation.ts';
 import type { StoredConversation } from '../storage/contract.ts';
 import type { TurnReply } from './turn/turn-reply.ts';
+import type { LoopState } from './turn/loop-state.ts';
 
 export const TITLE_CHARS = 80;
 /** What one message costs in memory beyond its text: the object, its fields, the array slot (an estimate). */
@@ -29,6 +30,8 @@ export interface Turn {
   readonly conv: Conversation;
   /** The one reply of this turn, from refusal or queueing to its end. */
   readonly reply: TurnReply;
+  /** A stored waiting run resumed: where its loop stood. */
+  readonly resume?: LoopState | null;
 }
 
 export interface CompactJob {

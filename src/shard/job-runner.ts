@@ -31,7 +31,11 @@ export const CancelReason = {
   Shutdown: 'shutting down',
   Deleted: 'conversation deleted',
   AgentDeleted: 'agent deleted',
+  Moved: 'its cluster partition moved to another node',
 } as const;
+
+/** How the stream of a run left waiting in the store ends on this node (shutdown, or its partition moved): it resumes where its pair is served next. */
+export const SUSPENDED = 'the run stays waiting for approval in the store and resumes where its pair is served next (daemon restart or partition move)';
 
 /** The address of a request-reply answer. */
 export interface ReplyTo {
@@ -152,7 +156,7 @@ export class JobRunner {
     // Only a turn named by a turn_id, on a stored conversation, asks the store first.
     const lookup = this.#storedOutcome(turn);
     if (lookup !== null && (await this.#replayed(turn, lookup, answering))) return;
-    reply.start(answering);
+    reply.start(answering, turn.resume != null);
     try {
       const config = this.agents[answering];
       if (config === undefined) {
@@ -168,8 +172,8 @@ export class JobRunner {
   }
 
   /** The outcome of a turn with the same turn_id already stored for this pair, if any (checked when the turn comes up, so a retry queued behind its original sees it). */
-  #storedOutcome({ req, conv }: Turn): Promise<TurnOutcome | null> | null {
-    if (req.turnId === null || conv.transient || conv.dbId === null || this.#o.store === null) return null;
+  #storedOutcome({ req, conv, resume }: Turn): Promise<TurnOutcome | null> | null {
+    if (resume != null || req.turnId === null || conv.transient || conv.dbId === null || this.#o.store === null) return null;
     return this.#o.store.outcome(conv.dbId, req.turnId);
   }
 
@@ -200,7 +204,8 @@ export class JobRunner {
         return reply.endEmpty(answering, StopReason.Error, `loading tools failed: ${(err as Error).message}`, config.model);
       }
     }
-    await compactBeforeTurn(turn, config, model, this.#o);
+    // A resumed run's turn went through this step before its restart.
+    if (turn.resume == null) await compactBeforeTurn(turn, config, model, this.#o);
     const steering = reply.run;
     steering?.openSteering();
     const result = await runAgentLoop({
@@ -216,7 +221,9 @@ export class JobRunner {
       emit: trackingContext(conv, reply.event),
       steering,
       approver: steering,
+      resume: turn.resume ?? null,
     });
+    if (steering?.suspended) return reply.endEmpty(answering, StopReason.Cancelled, SUSPENDED, config.model);
     let { stopReason, error } = result;
     if (stopReason === StopReason.Error) this.#o.log.warn({ agent: answering, sender: req.sender, model: config.model, provider: config.provider, error }, 'turn ended with an error');
     const outcome: TurnOutcome | null =

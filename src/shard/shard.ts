@@ -21,7 +21,8 @@ import { startHeartbeat } from '../shared/liveness.ts';
 import { recordStalledTurns } from './stalled-turns.ts';
 import { WriterClient } from '../threads/writer/writer-client.ts';
 import type { WriterPortMessage } from '../threads/writer/messages.ts';
-import { SharedFences } from '../shared/partitions.ts';
+import { partitionOf, SharedFences } from '../shared/partitions.ts';
+import { shardOf } from '../shared/hash.ts';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
@@ -38,6 +39,7 @@ const scheduler = new TurnScheduler({
   memoryConversations: init.memoryConversations,
   memoryBytes: init.memoryBytes,
   runRetentionMs: init.runRetentionMs,
+  ownsPair: (agent, sender) => shardOf(agent, sender, init.shards) === init.index,
   models: new Models(init.providers, log),
   harness: new Harness(init.harnessPort, init.home, init.providers, new McpTools(init.mcpPort)),
 });
@@ -59,6 +61,9 @@ startHeartbeat(init.heartbeat, init.heartbeatMs);
 // Before any message is taken (main's messages wait in the port until the
 // listener below is added): the pair's next turn must see how the stalled one ended.
 if (store !== null) await recordStalledTurns(store, init.stalled, log);
+// Runs left waiting for approval (a restart, or this shard replaced): resumed before any message is taken.
+// In a cluster only those of partitions this node serves now; the others come with their partitions (restore_runs).
+await scheduler.restoreWaiting((agent, sender) => fences === null || fences.tokenOf(partitionOf(agent, sender, fences.partitions)) !== null);
 
 /** Shutdown's last step: the store closes (a PostgreSQL pool ends its sessions), then main may terminate the thread. */
 async function stop(): Promise<void> {

@@ -7,9 +7,12 @@
  * arrive meanwhile wait behind the load, in order (PairGate).
  */
 import { DEFAULTS, type AgentConfig } from '../shared/config.ts';
+import { StopReason } from '../shared/protocol.ts';
 import { Code } from '../shared/errors.ts';
 import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, SteerRequest, ToShard, TurnRequest } from '../shared/threads/shard-messages.ts';
 import { RunTable } from './runs/run-table.ts';
+import { WaitingRuns } from './runs/waiting-runs.ts';
+import { resumedRequest, type Resuming } from './runs/resume.ts';
 import type { Logger } from '../shared/log.ts';
 import type { HistoryMessage } from '../shared/wire/ops.ts';
 import { Conversation, pairKey } from './conversation.ts';
@@ -42,6 +45,8 @@ export interface SchedulerOptions {
   harness: Harness;
   /** How long an ended run can still be read and joined (default: the daemon's default). */
   runRetentionMs?: number;
+  /** Whether a pair is this shard's (its stored waiting runs resume here); default: every pair. */
+  ownsPair?: (agent: string, sender: string) => boolean;
 }
 
 /** A message as `get_conversation_history` shows it: `agent` only on a guest's, `stop_reason` only on a stalled turn's record. */
@@ -69,6 +74,15 @@ export class TurnScheduler {
   readonly #gate = new PairGate<Waiting>();
   readonly #reads = new PacedReads();
   readonly #runs: RunTable;
+  readonly #log: Logger;
+  /** Where durable runs store their waits; null with persistence off. */
+  readonly #waiting: WaitingRuns | null;
+  /** Resumed runs' requests on their way to #turn (through their pair's load). */
+  readonly #resuming = new Map<TurnRequest, Resuming>();
+  /** While stored runs are being resumed, the messages that arrive wait here, in order; null otherwise. */
+  #held: ToShard[] | null = null;
+  #restoring = 0;
+  readonly #ownsPair: (agent: string, sender: string) => boolean;
   #shuttingDown = false;
 
   constructor(opts: SchedulerOptions) {
@@ -79,9 +93,53 @@ export class TurnScheduler {
     const agents = Object.assign(Object.create(null) as Record<string, AgentConfig>, opts.agents);
     this.#runner = new JobRunner({ ...opts, agents, idle: () => this.#table.evict() });
     this.#runs = new RunTable(opts.outbox, opts.runRetentionMs ?? DEFAULTS.runRetentionMs);
+    this.#log = opts.log;
+    this.#ownsPair = opts.ownsPair ?? (() => true);
+    this.#waiting = opts.store === null ? null : new WaitingRuns(opts.store, opts.log);
+  }
+
+  /**
+   * Resumes the stored waiting runs `mine` keeps (this shard's pairs, on
+   * partitions this node serves), each ahead of its pair's later turns;
+   * messages arriving meanwhile wait and are then handled in order.
+   */
+  async restoreWaiting(mine: (agent: string, sender: string) => boolean): Promise<void> {
+    const waiting = this.#waiting;
+    if (waiting === null) return;
+    this.#held ??= [];
+    this.#restoring++;
+    try {
+      for (const stored of await waiting.restore((agent, sender) => this.#ownsPair(agent, sender) && mine(agent, sender))) {
+        const resuming = resumedRequest(stored, this.#runs, waiting);
+        if (resuming === null) continue;
+        if (this.#runner.agents[stored.record.agent] === undefined) {
+          this.#log.warn({ run: stored.record.runId, agent: stored.record.agent }, 'a stored waiting run of a deleted agent: dropped');
+          resuming.run.end(StopReason.Error, `agent "${stored.record.agent}" was deleted`);
+          void this.#store?.deleteWaitingRun(stored.record.runId, stored.record.agent, stored.record.sender).catch(() => undefined);
+          continue;
+        }
+        this.#resuming.set(resuming.req, resuming);
+        this.#forPair(resuming.req, false);
+        this.#log.info({ run: stored.record.runId, agent: stored.record.agent, sender: stored.record.sender }, 'resumed a run waiting for approval');
+      }
+    } catch (err) {
+      this.#log.error({ err: failure(err) }, 'reading the stored waiting runs failed: they resume at the next start');
+    } finally {
+      if (--this.#restoring === 0) this.#releaseHeld();
+    }
+  }
+
+  #releaseHeld(): void {
+    const held = this.#held ?? [];
+    this.#held = null;
+    for (let i = 0; i < held.length; i++) {
+      if (this.#held !== null) return void (this.#held as ToShard[]).push(...held.slice(i));
+      this.handle(held[i]!);
+    }
   }
 
   handle(msg: ToShard): void {
+    if (this.#held !== null) return void this.#held.push(msg);
     switch (msg.type) {
       case 'turn':
         // Refused at once (no load for an unknown agent); an ephemeral turn has a fresh history and stores nothing, so it waits for no one.
@@ -117,8 +175,12 @@ export class TurnScheduler {
         return;
       case 'drop_partition':
         return void this.#dropPartition(msg);
+      case 'restore_runs':
+        return void this.restoreWaiting((agent, sender) => partitionOf(agent, sender, msg.partitions) === msg.partition);
       case 'shutdown':
         this.#shuttingDown = true;
+        // Runs waiting for approval stay stored, waiting: the next start resumes them.
+        this.#waiting?.freeze();
         return this.#runner.cancelAll(CancelReason.Shutdown);
     }
   }
@@ -207,9 +269,20 @@ export class TurnScheduler {
       return reply.error(Code.Conflict, `agent "${req.agent}" is busy with sender "${req.sender}"`);
     }
     if (conv.busy && req.onBusy === 'interrupt') this.#runner.cancelConversation(conv, CancelReason.Interrupt);
+    const resuming = this.#resuming.get(req);
+    if (resuming !== undefined) {
+      this.#resuming.delete(req);
+      reply.attach(resuming.run);
+      return this.#runner.enqueue({ kind: 'turn', req, cancel: new Cancellation(), conv, reply, resume: resuming.loop });
+    }
     // A stored turn named by a turn_id is detached: its client said it would come back for it.
     if (req.turnId !== null && !req.ephemeral && this.#store !== null) req.detach = true;
-    reply.attach(this.#runs.open(req.agent, req.sender, req.detach));
+    const run = this.#runs.open(req.agent, req.sender, req.detach);
+    if (this.#waiting !== null && WaitingRuns.durable(req)) {
+      run.durable = this.#waiting;
+      run.request = req;
+    }
+    reply.attach(run);
     this.#runner.enqueue({ kind: 'turn', req, cancel: new Cancellation(), conv, reply });
   }
 
@@ -288,6 +361,13 @@ export class TurnScheduler {
   /** The node lost a partition: forget its conversations, and answer once none of them has a turn running or queued. */
   async #dropPartition(msg: DropPartition): Promise<void> {
     const busy = this.#table.forgetWhere((agent, sender) => partitionOf(agent, sender, msg.partitions) === msg.partition);
+    // A run waiting for approval stays waiting in the store: the partition's next owner resumes it.
+    for (const conv of busy) {
+      const run = conv.running?.kind === 'turn' ? conv.running.reply.run : null;
+      if (run === null || !run.stored || !run.waiting) continue;
+      this.#waiting?.suspend(run);
+      conv.running!.cancel.cancel(CancelReason.Moved);
+    }
     for (;;) {
       const waits = busy.filter((c) => c.busy).map((c) => c.runningDone ?? new Promise<void>((r) => setTimeout(r, 10)));
       if (waits.length === 0) break;

@@ -51,6 +51,20 @@ export interface TurnRecord {
   outcome?: TurnOutcome | null;
 }
 
+/**
+ * A run waiting for tool approvals, as stored (shard/runs/waiting-runs.ts):
+ * the row lives while the run waits, so a restart (or, in a cluster, the
+ * node that gains its partition) resumes it. `state` is the turn so far, as
+ * JSON only the shard reads; `createdAt` is epoch milliseconds.
+ */
+export interface WaitingRunRecord {
+  runId: string;
+  agent: string;
+  sender: string;
+  createdAt: number;
+  state: string;
+}
+
 export interface StoredConversation {
   id: number;
   title: string;
@@ -91,6 +105,12 @@ export interface ConversationStorage {
   outcome(conversationId: number, turnId: string): Promise<TurnOutcome | null>;
   setSummary(id: number, summary: string, upto: number): Promise<void>;
   delete(id: number): Promise<void>;
+  /** Stores (inserts or replaces) a waiting run; resolves once it is durable. In cluster mode fenced by the pair's partition. */
+  saveWaitingRun(run: WaitingRunRecord): Promise<void>;
+  /** The run no longer waits: its row goes (nothing if it is gone already). Fenced like saveWaitingRun. */
+  deleteWaitingRun(runId: string, agent: string, sender: string): Promise<void>;
+  /** Every stored waiting run, oldest first (each shard keeps those of its pairs). */
+  waitingRuns(): Promise<WaitingRunRecord[]>;
   /** Stores a turn a stalled shard was running as ended `stalled` (skipped if its turn_id is stored already). */
   recordStalled(turn: StalledTurn): Promise<void>;
   close(): Promise<void>;

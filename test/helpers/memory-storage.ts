@@ -7,7 +7,7 @@
 import { StopReason, zeroUsage } from '../../src/shared/protocol.ts';
 import type { StalledTurn } from '../../src/shared/threads/shard-messages.ts';
 import type { Message } from '../../src/models/types.ts';
-import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from '../../src/storage/contract.ts';
+import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord, WaitingRunRecord } from '../../src/storage/contract.ts';
 
 interface Row {
   id: number;
@@ -63,6 +63,23 @@ export class MemoryStorage implements ConversationStorage {
   async exists(agent: string, sender: string): Promise<boolean> {
     this.calls.push('exists');
     return this.#find(agent, sender) !== undefined;
+  }
+
+  /** Waiting runs by run id (insertion order is creation order). */
+  readonly waiting = new Map<string, WaitingRunRecord>();
+
+  async saveWaitingRun(run: WaitingRunRecord): Promise<void> {
+    this.calls.push('saveWaitingRun');
+    this.waiting.set(run.runId, { ...run });
+  }
+
+  async deleteWaitingRun(runId: string): Promise<void> {
+    this.calls.push('deleteWaitingRun');
+    this.waiting.delete(runId);
+  }
+
+  async waitingRuns(): Promise<WaitingRunRecord[]> {
+    return [...this.waiting.values()];
   }
 
   async allMessages(id: number): Promise<Message[]> {

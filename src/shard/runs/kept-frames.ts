@@ -47,7 +47,12 @@ export class KeptFrames {
   #frames = 0;
   #chars = 0;
   /** The oldest seq still kept. */
-  #firstSeq = 1;
+  #firstSeq: number;
+
+  /** `firstSeq`: the first seq it will keep (a run resumed after a restart kept nothing before). */
+  constructor(firstSeq = 1) {
+    this.#firstSeq = firstSeq;
+  }
 
   add(seq: number, name: string, body: Body): void {
     this.#entries.push({ seq, name, body });

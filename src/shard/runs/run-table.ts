@@ -40,6 +40,15 @@ export class RunTable implements RunEnds {
     return run;
   }
 
+  /** A stored waiting run resumes under its own id, its frames numbered after `seq` (see Run); null when this shard holds it already. */
+  restore(id: string, agent: string, sender: string, detached: boolean, createdAt: number, seq: number, storedSeq: number): Run | null {
+    if (this.#runs.has(id)) return null;
+    const run = new Run(id, agent, sender, detached, this, seq, storedSeq);
+    run.createdAt = createdAt;
+    this.#runs.set(id, run);
+    return run;
+  }
+
   ended(run: Run): void {
     this.#ended.push(run);
     this.#joined.delete(run);

@@ -7,6 +7,8 @@ import { StopReason, type ToolCall } from '../../shared/protocol.ts';
 import type { Cancellation } from '../turn/cancellation.ts';
 import type { PendingApproval, RunInfo, RunStatus } from '../../shared/wire/runs.ts';
 import { KeptFrames } from './kept-frames.ts';
+import { INTERRUPTED, type LoopState } from '../turn/loop-state.ts';
+import type { TurnRequest } from '../../shared/threads/shard-messages.ts';
 
 /** A join_run request following the run live. */
 export interface Joiner {
@@ -38,7 +40,31 @@ export interface Steering {
 
 /** What the agent loop asks before a gated tool call runs: null to run it, else the error result the model gets. */
 export interface Approver {
-  decide(call: ToolCall, timeoutMs: number, cancel: Cancellation): Promise<string | null>;
+  /**
+   * Holds the call until it is decided. `announce` (approval_required) is
+   * called once the wait is stored; null for a call of a resumed step, which
+   * waits again only if it waited when stored (else it was interrupted).
+   */
+  decide(call: ToolCall, timeoutMs: number, cancel: Cancellation, announce: (() => void) | null): Promise<string | null>;
+  /** The loop's state, which a stored waiting run holds. */
+  follow(state: LoopState): void;
+  /** A result of the step came in. */
+  resulted(): void;
+}
+
+/** Where a durable run stores its waits (runs/waiting-runs.ts). */
+export interface WaitStore {
+  /** The run's waits changed: stored (or dropped once none is left); resolves once durable, never rejects. */
+  changed(run: Run): Promise<void>;
+}
+
+/** One call a run waits on. `decision` is set once decided (null: approved); `deliver` hands it to the loop. */
+interface Wait {
+  readonly entry: PendingApproval;
+  readonly deadline: number;
+  timer: NodeJS.Timeout | undefined;
+  decision: string | null | undefined;
+  deliver: ((decision: string | null) => void) | null;
 }
 
 export class Run implements Steering, Approver {
@@ -46,7 +72,7 @@ export class Run implements Steering, Approver {
   readonly agent: string;
   readonly sender: string;
   readonly detached: boolean;
-  readonly createdAt = Date.now();
+  createdAt = Date.now();
   status: RunStatus = 'queued';
   endedAt = 0;
   stopReason: StopReason | null = null;
@@ -57,22 +83,35 @@ export class Run implements Steering, Approver {
   readonly kept: KeptFrames | null;
   /** Clients following the run live (join_run), null while none. */
   joiners: Joiner[] | null = null;
-  /** The calls it waits on; made at the first (a plain run allocates neither this nor #decisions). */
-  #pending: PendingApproval[] | null = null;
-  /** How each pending approval is settled, by call id. */
-  #decisions: Map<string, (denial: string | null) => void> | null = null;
+  /** The calls it waits on (or that were decided and not yet taken by the loop), by call id; made at the first (a plain run has none). */
+  #waits: Map<string, Wait> | null = null;
+  /** Set when its waits are stored (a detached or bus-fired turn on a store): where they go. */
+  durable: WaitStore | null = null;
+  /** A durable run's request and loop state: what its stored row holds. */
+  request: TurnRequest | null = null;
+  loop: LoopState | null = null;
+  /** Its row is in the store now. */
+  stored = false;
+  /** Left waiting in the store when its shard stopped (shutdown) or let its partition go: it ends here without storing its turn. */
+  suspended = false;
   /** Steered messages waiting for the loop's next boundary. */
   #steers: string[] | null = null;
   /** False before the run starts and once its loop ended: a steer then gets 409. */
   #steerable = false;
   readonly #ends: RunEnds;
 
-  constructor(id: string, agent: string, sender: string, detached: boolean, ends: RunEnds) {
+  /**
+   * A resumed run: `seq`, the seq its frames go on after; `joinableAfter`,
+   * the last seq it stored (a join after it gets every frame sent since the
+   * restart; the frames before are gone with the old daemon).
+   */
+  constructor(id: string, agent: string, sender: string, detached: boolean, ends: RunEnds, seq = 0, joinableAfter = 0) {
     this.id = id;
     this.agent = agent;
     this.sender = sender;
     this.detached = detached;
-    this.kept = detached ? new KeptFrames() : null;
+    this.seq = seq;
+    this.kept = detached ? new KeptFrames(joinableAfter + 1) : null;
     this.#ends = ends;
   }
 
@@ -103,34 +142,85 @@ export class Run implements Steering, Approver {
     return this.take();
   }
 
-  /** Holds the call until approve() settles it, it times out, or the run is cancelled; the run is `waiting` meanwhile. */
-  decide(call: ToolCall, timeoutMs: number, cancel: Cancellation): Promise<string | null> {
-    const pending = (this.#pending ??= []);
-    const decisions = (this.#decisions ??= new Map());
-    return new Promise((resolve) => {
-      const entry: PendingApproval = { call_id: call.id, tool: call.name, arguments: call.arguments };
-      const settle = (denial: string | null): void => {
-        clearTimeout(timer);
-        cancel.signal.removeEventListener('abort', onAbort);
-        decisions.delete(call.id);
-        pending.splice(pending.indexOf(entry), 1);
-        if (pending.length === 0 && !this.ended) this.status = 'running';
-        resolve(denial);
-      };
-      const timer = setTimeout(() => settle('approval timed out'), timeoutMs);
-      const onAbort = (): void => settle('cancelled while waiting for approval');
-      cancel.signal.addEventListener('abort', onAbort, { once: true });
-      decisions.set(call.id, settle);
-      pending.push(entry);
-      this.status = 'waiting';
+  follow(state: LoopState): void {
+    this.loop = state;
+  }
+
+  resulted(): void {
+    if (this.waiting) void this.durable?.changed(this);
+  }
+
+  /** Whether a call still waits for its decision. */
+  get waiting(): boolean {
+    if (this.#waits === null) return false;
+    for (const w of this.#waits.values()) if (w.decision === undefined) return true;
+    return false;
+  }
+
+  /** The calls still waiting, with their deadlines (epoch ms). */
+  waits(): (PendingApproval & { deadline: number })[] {
+    const out: (PendingApproval & { deadline: number })[] = [];
+    for (const w of this.#waits?.values() ?? []) if (w.decision === undefined) out.push({ ...w.entry, deadline: w.deadline });
+    return out;
+  }
+
+  /** A stored wait, restored: it times out at its stored deadline (at once when that has passed). */
+  restoreWait(entry: PendingApproval, deadline: number): void {
+    this.#wait(entry, deadline);
+    this.stored = true;
+  }
+
+  decide(call: ToolCall, timeoutMs: number, cancel: Cancellation, announce: (() => void) | null): Promise<string | null> {
+    let w = this.#waits?.get(call.id);
+    if (w !== undefined) return this.#take(w, cancel);
+    if (announce === null) return Promise.resolve(INTERRUPTED);
+    w = this.#wait({ call_id: call.id, tool: call.name, arguments: call.arguments }, Date.now() + timeoutMs);
+    const wait = w;
+    // The client hears of the wait only once it is stored: a client that saw approval_required finds it after a crash.
+    const stored = this.durable?.changed(this) ?? Promise.resolve();
+    return stored.then(() => {
+      announce();
+      return this.#take(wait, cancel);
     });
+  }
+
+  #wait(entry: PendingApproval, deadline: number): Wait {
+    const w: Wait = { entry, deadline, timer: undefined, decision: undefined, deliver: null };
+    w.timer = setTimeout(() => this.#settle(w, 'approval timed out'), Math.max(0, deadline - Date.now()));
+    (this.#waits ??= new Map()).set(entry.call_id, w);
+    this.status = 'waiting';
+    return w;
+  }
+
+  /** The decision of `w`, once made; a cancelled run's wait ends at once. */
+  #take(w: Wait, cancel: Cancellation): Promise<string | null> {
+    return new Promise((resolve) => {
+      const onAbort = (): void => this.#settle(w, 'cancelled while waiting for approval');
+      w.deliver = (decision) => {
+        cancel.signal.removeEventListener('abort', onAbort);
+        this.#waits?.delete(w.entry.call_id);
+        resolve(decision);
+      };
+      if (w.decision !== undefined) return w.deliver(w.decision);
+      cancel.signal.addEventListener('abort', onAbort, { once: true });
+      if (cancel.aborted) onAbort();
+    });
+  }
+
+  #settle(w: Wait, decision: string | null): void {
+    if (w.decision !== undefined) return;
+    clearTimeout(w.timer);
+    w.decision = decision;
+    if (!this.waiting && !this.ended) this.status = 'running';
+    if (this.stored) void this.durable?.changed(this);
+    w.deliver?.(decision);
   }
 
   /** Settles a pending call: true when the run was waiting on it. */
   approve(callId: string, approve: boolean, reason: string | null): boolean {
-    const settle = this.#decisions?.get(callId);
-    if (settle === undefined) return false;
-    settle(approve ? null : reason === null ? 'denied' : `denied: ${reason}`);
+    const w = this.#waits?.get(callId);
+    if (w === undefined || w.decision !== undefined) return false;
+    this.#settle(w, approve ? null : reason === null ? 'denied' : `denied: ${reason}`);
     return true;
   }
 
@@ -153,7 +243,7 @@ export class Run implements Steering, Approver {
       status: this.status,
       detached: this.detached,
       created_at: new Date(this.createdAt).toISOString(),
-      pending_approvals: this.#pending === null ? [] : [...this.#pending],
+      pending_approvals: this.#waits === null ? [] : this.waits().map(({ call_id, tool, arguments: args }) => ({ call_id, tool, arguments: args })),
     };
     if (this.ended) {
       info.ended_at = new Date(this.endedAt).toISOString();

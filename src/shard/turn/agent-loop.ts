@@ -7,10 +7,11 @@ import { StopReason, zeroUsage, type ToolCall, type ToolChoice, type Usage } fro
 import type { AgentConfig } from '../../shared/config.ts';
 import type { Message, Model } from '../../models/types.ts';
 import { runTools, type ToolGate, type ToolResult, type ToolSet } from '../tools/tools.ts';
-import { GENERIC_REDACTOR } from '../../shared/redact.ts';
+import { GENERIC_REDACTOR, type Redactor } from '../../shared/redact.ts';
 import type { Cancellation } from './cancellation.ts';
 import { TextAccumulator } from './text-accumulator.ts';
 import type { Approver, Steering } from '../runs/run.ts';
+import type { LoopState } from './loop-state.ts';
 
 export type Emit = (event: string, body: Record<string, unknown>) => void;
 
@@ -32,6 +33,8 @@ export interface LoopInput {
   steering: Steering | null;
   /** Decides the calls of tools the agent's `approve_tools` names; null: none wait. */
   approver: Approver | null;
+  /** A waiting run resumed after a restart: where its loop stood (it goes on from there); absent for a new turn. */
+  resume?: LoopState | null;
 }
 
 export interface LoopResult {
@@ -112,7 +115,7 @@ async function streamStep(input: LoopInput, produced: readonly Message[], segmen
   return calls;
 }
 
-/** Holds each call of a tool in `approve_tools` for its approval, announcing it on the stream; null when no call waits. */
+/** Holds each call of a tool in `approve_tools` for its approval, announcing it on the stream once the wait is stored; null when no call waits. */
 function approvalGate(input: LoopInput): ToolGate | null {
   const { approver, config, cancel, emit } = input;
   const gated = config.approve_tools;
@@ -120,24 +123,53 @@ function approvalGate(input: LoopInput): ToolGate | null {
   const all = gated.includes('*');
   return (call) => {
     if (!all && !gated.includes(call.name)) return null;
-    emit('approval_required', { call_id: call.id, tool: call.name, arguments: call.arguments });
-    return approver.decide(call, config.approval_timeout_ms, cancel);
+    const announce = (): void => emit('approval_required', { call_id: call.id, tool: call.name, arguments: call.arguments });
+    return approver.decide(call, config.approval_timeout_ms, cancel, announce);
   };
+}
+
+/** A resumed step's calls without a result: those that waited wait again (as stored), the others were interrupted. */
+function resumedGate(input: LoopInput): ToolGate {
+  const { approver, config, cancel } = input;
+  return (call) => approver?.decide(call, config.approval_timeout_ms, cancel, null) ?? null;
+}
+
+type Assistant = (content: string, toolCalls?: ToolCall[]) => Message;
+
+/** Runs the step's calls that have no result yet, then adds the step (the calls with their results) to what the turn produced. */
+async function toolStep(input: LoopInput, st: LoopState, gate: ToolGate | null, redactor: Redactor, assistant: Assistant): Promise<void> {
+  const { emit } = input;
+  const step = st.step!;
+  const onResult = (r: ToolResult): void => {
+    step.results.push(r);
+    emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error });
+    input.approver?.resulted();
+  };
+  const todo = step.calls.filter((c) => !step.results.some((r) => r.call_id === c.id));
+  await runTools(input.tools, todo, { agent: input.agent, sender: input.sender }, input.cancel, onResult, redactor, gate);
+  emit('tools_complete', {});
+  // A tool call enters the history only together with its result.
+  st.produced.push(assistant(step.text, step.calls));
+  for (const call of step.calls) {
+    const r = step.results.find((x) => x.call_id === call.id)!;
+    st.produced.push({ role: 'tool', content: r.output, tool_call_id: r.call_id, name: r.name, is_error: r.is_error });
+  }
+  st.step = null;
 }
 
 export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   const { agent, cancel, emit } = input;
   // The model already yields redacted text; tool output and errors are redacted here.
   const redactor = input.model.redactor ?? GENERIC_REDACTOR;
-  const produced: Message[] = [];
-  const usage = zeroUsage();
+  const st: LoopState = input.resume ?? { iteration: 0, produced: [], usage: zeroUsage(), finalText: '', step: null };
+  input.approver?.follow(st);
+  const { produced, usage } = st;
   const segments = new Segments(agent, emit);
   const gate = approvalGate(input);
-  let finalText = '';
   // Text of the step in progress: kept on cancel, as streamed text is never taken back.
   const stepText = new TextAccumulator();
 
-  const assistant = (content: string, toolCalls?: ToolCall[]): Message => {
+  const assistant: Assistant = (content, toolCalls) => {
     const m: Message = { role: 'assistant', content };
     if (input.attributeTo !== null) m.agent = input.attributeTo;
     if (toolCalls !== undefined) m.tool_calls = toolCalls;
@@ -153,46 +185,45 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
   // Messages steered in after the last boundary are stored after what the turn produced: accepted, never dropped.
   const result = (stopReason: StopReason, error = ''): LoopResult => {
     steered(input.steering?.close());
-    return { stopReason, error, usage, finalText, produced };
+    return { stopReason, error, usage, finalText: st.finalText, produced };
   };
 
   try {
-    for (let iteration = 0; iteration < input.config.max_iterations; iteration++) {
+    if (st.step !== null) {
+      await toolStep(input, st, resumedGate(input), redactor, assistant);
+      st.iteration++;
+    }
+    for (; st.iteration < input.config.max_iterations; st.iteration++) {
       cancel.throwIfAborted();
       steered(input.steering?.take());
       stepText.clear();
       const calls = await streamStep(input, produced, segments, stepText, usage);
-      if (!stepText.empty) finalText = stepText.text();
+      if (!stepText.empty) st.finalText = stepText.text();
 
       if (calls.length === 0) {
         if (!stepText.empty) produced.push(assistant(stepText.text()));
         stepText.clear();
         // A message steered in while the model answered gets an answer too, while steps are left.
         const more = input.steering?.take();
-        if (more != null && iteration + 1 < input.config.max_iterations) {
+        if (more != null && st.iteration + 1 < input.config.max_iterations) {
           steered(more);
           continue;
         }
         steered(more);
-        return result(finalText === '' ? StopReason.NoAction : StopReason.Text);
+        return result(st.finalText === '' ? StopReason.NoAction : StopReason.Text);
       }
 
-      emit('tool_start', { calls });
-      const onResult = (r: ToolResult): void =>
-        emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error });
-      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, onResult, redactor, gate);
-      emit('tools_complete', {});
-      // A tool call enters the history only together with its result.
-      produced.push(assistant(stepText.text(), calls));
-      for (const r of results) {
-        produced.push({ role: 'tool', content: r.output, tool_call_id: r.call_id, name: r.name, is_error: r.is_error });
-      }
+      st.step = { text: stepText.text(), calls, results: [] };
       stepText.clear();
+      emit('tool_start', { calls });
+      await toolStep(input, st, gate, redactor, assistant);
     }
     return result(StopReason.MaxIterations);
   } catch (err) {
     segments.close();
-    if (!stepText.empty) produced.push(assistant(stepText.text()));
+    // Streamed text is never taken back: a cancelled step keeps what the model said (its calls, without results, do not enter the history).
+    const said = st.step?.text ?? (stepText.empty ? '' : stepText.text());
+    if (said !== '') produced.push(assistant(said));
     if (cancel.aborted) return result(StopReason.Cancelled, cancel.reason);
     return result(StopReason.Error, redactor.all(err instanceof Error ? err.message : String(err)));
   }

@@ -71,11 +71,12 @@ export class TurnReply {
     return this.#run;
   }
 
-  start(agent: string): void {
+  /** `resumed`: a stored waiting run goes on (it sent its `start` before the restart, and may still wait). */
+  start(agent: string, resumed = false): void {
     this.#agent = agent;
     const run = this.#run;
-    if (run !== null) run.status = 'running';
-    if (!this.#framing) return;
+    if (run !== null && run.status === 'queued') run.status = 'running';
+    if (!this.#framing || resumed) return;
     if (this.#streaming) this.#outbox.started(this.#req.conn, this.#req.req);
     this.#send('start', run === null ? { agent } : { agent, run_id: run.id }, false);
   }

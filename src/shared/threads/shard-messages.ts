@@ -221,6 +221,17 @@ export interface DoneWatch {
   agents: string[];
 }
 
+/**
+ * Cluster mode: this node now serves `partition`. The shard resumes the
+ * stored waiting runs of its pairs there (PROTOCOL §4.13) before it takes
+ * any later message.
+ */
+export interface RestoreRuns {
+  type: 'restore_runs';
+  partition: number;
+  partitions: number;
+}
+
 /** Cancel everything with "shutting down"; take no new turns. */
 export interface ShutdownRequest {
   type: 'shutdown';
@@ -247,7 +258,7 @@ export interface StopRequest {
   type: 'stop';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery | SteerRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RestoreRuns | RunRequest | RunListQuery | SteerRequest;
 
 export type { ActiveConversation };
 

@@ -13,7 +13,8 @@ import { inTransaction, type PoolClient } from './pool.ts';
 import { indexedWords } from './search-text.ts';
 import { appendTurn, writeTurnGroup } from './turns.ts';
 import { stalledRecord, toMessage, toOutcome, toStoredConversation, type ConversationRow, type MessageRow, type OutcomeRow } from '../stored-rows.ts';
-import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord } from '../contract.ts';
+import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord, WaitingRunRecord } from '../contract.ts';
+import { deleteWaitingRun, saveWaitingRun, waitingRuns } from './waiting-runs.ts';
 
 const MESSAGE_COLUMNS = 'role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason';
 
@@ -126,6 +127,18 @@ export class PgConversationStorage implements ConversationStorage {
     if (row !== null && t.turnId !== null && (await this.outcome(row.id, t.turnId)) !== null) return;
     const record = stalledRecord(t, row);
     await inTransaction(this.#pool, (client) => appendTurn(client, record, this.#fences));
+  }
+
+  saveWaitingRun(run: WaitingRunRecord): Promise<void> {
+    return saveWaitingRun(this.#pool, this.#fences, run);
+  }
+
+  deleteWaitingRun(runId: string, agent: string, sender: string): Promise<void> {
+    return deleteWaitingRun(this.#pool, this.#fences, runId, agent, sender);
+  }
+
+  waitingRuns(): Promise<WaitingRunRecord[]> {
+    return waitingRuns(this.#pool);
   }
 
   async close(): Promise<void> {

@@ -182,6 +182,17 @@ const MIGRATIONS: readonly string[] = [
     created_at BIGINT NOT NULL
   );
   `,
+  // 8: runs waiting for a tool approval, as SQLite's step 11.
+  `
+  CREATE TABLE waiting_runs (
+    run_id     TEXT PRIMARY KEY,
+    agent      TEXT NOT NULL,
+    sender     TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    state      TEXT NOT NULL
+  );
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

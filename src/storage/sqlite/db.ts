@@ -214,6 +214,18 @@ const MIGRATIONS: readonly string[] = [
     created_at INTEGER NOT NULL
   );
   `,
+  // 11: runs waiting for a tool approval (shard/runs/waiting-runs.ts): what resumes them after a restart.
+  // A row lives while its run waits; \`state\` is the turn so far as JSON. Times are epoch milliseconds.
+  `
+  CREATE TABLE waiting_runs (
+    run_id     TEXT PRIMARY KEY,
+    agent      TEXT NOT NULL,
+    sender     TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    state      TEXT NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -19,7 +19,8 @@ import type { WriteLock } from './write-lock.ts';
 import { stalledRecord, toMessage, toOutcome, toStoredConversation, type ConversationRow, type MessageRow, type OutcomeRow } from '../stored-rows.ts';
 import type { CommitResult } from '../../threads/writer/messages.ts';
 import { WriterLostError, type WriterClient } from '../../threads/writer/writer-client.ts';
-import { settled, type ConversationRef, type ConversationStorage, type StoredConversation, type TurnOutcome, type TurnRecord } from '../contract.ts';
+import { settled, type ConversationRef, type ConversationStorage, type StoredConversation, type TurnOutcome, type TurnRecord, type WaitingRunRecord } from '../contract.ts';
+import { SqliteWaitingRuns } from './waiting-runs.ts';
 
 
 export class ConversationStore {
@@ -214,11 +215,25 @@ export class SqliteConversationStorage implements ConversationStorage {
   readonly #store: ConversationStore;
   readonly #db: Db;
   readonly #commits: TurnCommits;
+  readonly #waiting: SqliteWaitingRuns;
 
   constructor(db: Db, lock: WriteLock, commits: TurnCommits) {
     this.#db = db;
     this.#store = new ConversationStore(db, lock);
     this.#commits = commits;
+    this.#waiting = new SqliteWaitingRuns(db, lock);
+  }
+
+  saveWaitingRun(run: WaitingRunRecord): Promise<void> {
+    return settled(() => this.#waiting.save(run));
+  }
+
+  deleteWaitingRun(runId: string): Promise<void> {
+    return settled(() => this.#waiting.delete(runId));
+  }
+
+  waitingRuns(): Promise<WaitingRunRecord[]> {
+    return settled(() => this.#waiting.all());
   }
 
   load(agent: string, sender: string): Promise<StoredConversation | null> {

@@ -143,7 +143,8 @@ describe('other scopes, revocation, bad input', () => {
     expect(frames[2]!.body.error.code).toBe(403);
     const bad = await RawConn.openTcp(d.port!);
     onTestFinished(() => bad.close());
-    bad.write(Buffer.concat([encodeFrame(1, 0, encodeBody({ auth: { token: `${t.token.slice(0, -1)}A` } })), encodeFrame(2, 0, encodeBody({ ping: {} }))]));
+    const wrong = `${t.token.slice(0, -1)}${t.token.endsWith('A') ? 'B' : 'A'}`; // one character off
+    bad.write(Buffer.concat([encodeFrame(1, 0, encodeBody({ auth: { token: wrong } })), encodeFrame(2, 0, encodeBody({ ping: {} }))]));
     await bad.waitClosed();
     expect(bad.frames.map((f) => [f.id, f.body.error?.code])).toEqual([[1, 401]]);
   });

@@ -23,6 +23,7 @@ import { WriterClient } from '../threads/writer/writer-client.ts';
 import type { WriterPortMessage } from '../threads/writer/messages.ts';
 import { partitionOf, SharedFences } from '../shared/partitions.ts';
 import { shardOf } from '../shared/hash.ts';
+import { pairKey } from './conversation.ts';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
@@ -60,7 +61,11 @@ const inbox = new Inbox<ToShard>(
 startHeartbeat(init.heartbeat, init.heartbeatMs);
 // Before any message is taken (main's messages wait in the port until the
 // listener below is added): the pair's next turn must see how the stalled one ended.
-if (store !== null) await recordStalledTurns(store, init.stalled, log);
+if (store !== null) {
+  // A turn that was waiting for approval when its shard froze is resumed (below), not stored as stalled.
+  const waiting = new Set((await store.waitingRuns().catch(() => [])).map((r) => pairKey(r.agent, r.sender)));
+  await recordStalledTurns(store, init.stalled.filter((t) => !waiting.has(pairKey(t.agent, t.sender))), log);
+}
 // Runs left waiting for approval (a restart, or this shard replaced): resumed before any message is taken.
 // In a cluster only those of partitions this node serves now; the others come with their partitions (restore_runs).
 await scheduler.restoreWaiting((agent, sender) => fences === null || fences.tokenOf(partitionOf(agent, sender, fences.partitions)) !== null);

@@ -143,7 +143,8 @@ export class Run implements Steering, Approver {
   }
 
   follow(state: LoopState): void {
-    this.loop = state;
+    // Only a durable run stores its loop; a plain one keeps nothing of it (ended runs are kept for run_retention_ms).
+    if (this.durable !== null) this.loop = state;
   }
 
   resulted(): void {
@@ -232,6 +233,8 @@ export class Run implements Steering, Approver {
     this.status = STATUS_OF[stopReason];
     this.endedAt = Date.now();
     this.joiners = null;
+    this.request = null;
+    this.loop = null;
     this.#ends.ended(this);
   }
 

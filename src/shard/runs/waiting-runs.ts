@@ -68,7 +68,7 @@ export class WaitingRuns implements WaitStore {
       if (run.stored) run.suspended = true;
       return Promise.resolve();
     }
-    if (run.waiting) {
+    if (run.waiting && !run.ended) {
       const record = this.#record(run);
       run.stored = true;
       return this.#then(run, () => this.#store.saveWaitingRun(record), 'storing a waiting run failed');

@@ -1,0 +1,59 @@
+/**
+ * Starts the HTTP door (`http`): builds the route table (the REST API and the
+ * OpenAPI document; other route sets mount here too) and listens. Requests
+ * authenticate with the home's token, the same one TCP asks for; without a
+ * token (`--tcp-insecure`) HTTP serves loopback addresses only.
+ */
+import { join } from 'node:path';
+import type { ResolvedConfig } from '../../shared/config.ts';
+import type { Logger } from '../../shared/log.ts';
+import { ADMIN, type Authenticate } from '../auth/principal.ts';
+import type { ConnectionLimiter } from '../net/connection-limit.ts';
+import { sameSecret } from '../net/token.ts';
+import type { Dispatch } from '../dispatch.ts';
+import { listenHttp, type HttpListener } from './http-listener.ts';
+import type { RequesterHost } from './http-requester.ts';
+import { HttpRouter } from './router.ts';
+import { mountRest } from './routes.ts';
+import { openApiRoute } from './openapi.ts';
+
+export type { HttpListener } from './http-listener.ts';
+
+/** What the HTTP door needs of the daemon. */
+export interface HttpParts {
+  dispatch: Dispatch;
+  limiter: ConnectionLimiter;
+  /** The TCP token in force (configured or from the token file); null without one. */
+  connectionLimits: { token: string | null };
+  log: Logger;
+  host: RequesterHost;
+}
+
+/** The home token as the admin; another token is unknown. */
+export function homeTokenAuth(token: string): Authenticate {
+  return (presented) => Promise.resolve(sameSecret(presented, token) ? ADMIN : null);
+}
+
+/** Every route the HTTP door serves. */
+export function buildRouter(): HttpRouter {
+  const router = new HttpRouter();
+  mountRest(router);
+  router.mount(openApiRoute(router));
+  return router;
+}
+
+export function startHttp(config: ResolvedConfig, parts: HttpParts, authenticate?: Authenticate): Promise<HttpListener> {
+  const token = parts.connectionLimits.token;
+  return listenHttp({
+    addr: config.http!,
+    authenticate: authenticate ?? (token === null ? null : homeTokenAuth(token)),
+    router: buildRouter(),
+    limiter: parts.limiter,
+    host: parts.host,
+    dispatch: parts.dispatch,
+    maxBodyBytes: config.maxBodyBytes,
+    authTimeoutMs: config.authTimeoutMs,
+    portFile: join(config.home, 'run', 'http.port'),
+    log: parts.log,
+  });
+}

@@ -3,6 +3,7 @@
  * it lists each of them and nothing else, is a structurally valid OpenAPI
  * 3.1 document, and the routes cover every operation a client uses.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { buildRouter } from '../../src/main/http/start.ts';
 import { openApiDocument } from '../../src/main/http/openapi.ts';
@@ -102,5 +103,13 @@ describe('the OpenAPI document', () => {
     r.mount({ method: 'GET', path: '/v1/x/literal', summary: 'z', handler });
     const m = r.match('GET', '/v1/x/literal');
     expect(m !== null && 'route' in m && m.route.summary).toBe('z');
+  });
+});
+
+describe('docs/http.md', () => {
+  it('lists every REST route, and no route that is not mounted', () => {
+    const text = readFileSync(new URL('../../docs/http.md', import.meta.url), 'utf8');
+    const listed = [...text.matchAll(/^\| `(GET|POST|PUT|PATCH|DELETE) (\/v1\/[^`]*)` \|/gm)].map((m) => `${m[1]} ${m[2]}`).sort();
+    expect(listed).toEqual(router.routes().map((r) => `${r.method} ${r.path}`).sort());
   });
 });

@@ -69,6 +69,7 @@ export class HttpRequester implements Requester, FrameSink {
   /** A request-response operation: its reply value (the variant's value), or the error it answered, thrown. */
   call(op: string, args: Record<string, unknown>): Promise<unknown> {
     return new Promise((resolve, reject) => {
+      this.onClose(() => reject(new AgentdError(Code.Cancelled, 'the client closed the request')));
       this.send(op, args, (body, last) => {
         if (!last) return;
         const error = errorOf(body);

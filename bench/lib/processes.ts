@@ -100,6 +100,13 @@ export async function startFloor(): Promise<Proc> {
   return { unix, tcp: { host: '127.0.0.1', port: Number(m[1]) }, proc, stop: stopper(proc, () => rmSync(dir, { recursive: true, force: true })) };
 }
 
+/** The HTTP floor (bench/http-floor.mjs): a minimal node:http server answering `{}`; its base URL. */
+export async function startHttpFloor(): Promise<{ base: string; proc: ChildProcess; stop: () => Promise<void> }> {
+  const proc = spawn(process.execPath, [join(ROOT, 'bench/http-floor.mjs')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const m = await waitForLine(proc, /port (\d+)/, 'HTTP floor server');
+  return { base: `http://127.0.0.1:${m[1]}`, proc, stop: stopper(proc, () => {}) };
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolvePromise) => {
     const s = createServer().listen(0, '127.0.0.1', () => {

@@ -1,7 +1,7 @@
 /**
  * `agentd`: starts the daemon.
  *
- *   agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--metrics HOST:PORT] [--config FILE] [--log-level LEVEL] [--store URL] [--cluster NATS_URL --node NAME]
+ *   agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--metrics HOST:PORT] [--http HOST:PORT] [--config FILE] [--log-level LEVEL] [--store URL] [--cluster NATS_URL --node NAME]
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, resolveConfig, type StartFlags } from '../main/config-load.ts';
@@ -9,7 +9,7 @@ import { startDaemon } from '../main/daemon.ts';
 import { VERSION } from '../shared/version.ts';
 import { logLevelProblem } from './log-level.ts';
 
-const USAGE = `usage: agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--metrics HOST:PORT] [--config FILE] [--log-level LEVEL] [--store URL] [--cluster NATS_URL --node NAME]`;
+const USAGE = `usage: agentd [--home DIR] [--workers N] [--tcp HOST:PORT | --tcp off] [--tcp-insecure] [--metrics HOST:PORT] [--http HOST:PORT] [--config FILE] [--log-level LEVEL] [--store URL] [--cluster NATS_URL --node NAME]`;
 
 function fail(message: string, exitCode = 1): never {
   process.stderr.write(`agentd: ${message}\n`);
@@ -21,6 +21,7 @@ const OPTIONS = {
   workers: { type: 'string' },
   tcp: { type: 'string' },
   metrics: { type: 'string' },
+  http: { type: 'string' },
   'tcp-insecure': { type: 'boolean' },
   config: { type: 'string' },
   'log-level': { type: 'string' },
@@ -39,6 +40,7 @@ function startFlags(values: Values): StartFlags {
   if (values.home !== undefined) flags.home = values.home;
   if (values.tcp !== undefined) flags.tcp = values.tcp;
   if (values.metrics !== undefined) flags.metrics = values.metrics;
+  if (values.http !== undefined) flags.http = values.http;
   if (values['tcp-insecure']) flags.tcpInsecure = true;
   if (values.config !== undefined) flags.config = values.config;
   if (values['log-level'] !== undefined) flags.logLevel = values['log-level'];

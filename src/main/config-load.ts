@@ -21,6 +21,8 @@ export interface StartFlags {
   logLevel?: string;
   /** `--metrics HOST:PORT | off`: the Prometheus metrics listener. */
   metrics?: string;
+  /** `--http HOST:PORT | off`: the HTTP listener (REST + SSE). */
+  http?: string;
   /** `--tcp-insecure`: TCP without a token (loopback addresses only). */
   tcpInsecure?: boolean;
   /** `--store URL`: overrides the file's `store`. */
@@ -81,6 +83,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     token,
     tcpInsecure: flags.tcpInsecure === true || file.tcp_insecure === true,
     metrics: parseTcp(flags.metrics ?? file.metrics ?? 'off', flags.metrics !== undefined ? '--metrics' : configFile ?? 'config', flags.metrics !== undefined ? 'value' : 'metrics'),
+    http: parseTcp(flags.http ?? file.http ?? 'off', flags.http !== undefined ? '--http' : configFile ?? 'config', flags.http !== undefined ? 'value' : 'http'),
     authTimeoutMs: file.auth_timeout_ms ?? DEFAULTS.authTimeoutMs,
     maxConnections: file.max_connections ?? DEFAULTS.maxConnections,
     workers,

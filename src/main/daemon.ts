@@ -32,7 +32,7 @@ import { EventBus, type SubscriptionInfo } from './bus/event-bus.ts';
 import { limitsOf } from './limits.ts';
 import { ObserverHub } from './bus/observers.ts';
 import { StoragePool } from './hosts/storage-pool.ts';
-import { WriterHost } from './hosts/writer-host.ts';
+import { startWriter, type WriterHost } from './hosts/writer-host.ts';
 import { readStartupState, type StartupState } from './startup-state.ts';
 import { describeStore, type StoreLocation } from '../shared/store-location.ts';
 import { chainCutEvent } from './bus/chain-budget.ts';
@@ -51,12 +51,11 @@ import type { DispatchContext } from './ops/op-table.ts';
 import { authenticator, TokenService } from './auth/token-service.ts';
 import { guardedDispatch } from './auth/authorize.ts';
 import type { Authenticate } from './auth/principal.ts';
+import type { HttpRequester, RequesterHost } from './http/http-requester.ts';
+import { startHttp, type HttpListener } from './http/start.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
-/** Test-only: a turn whose content equals these crashes / freezes the turn writer thread (SQLite). */
-const WRITER_CRASH_TOKEN_ENV = 'AGENTD_TEST_WRITER_CRASH_TOKEN';
-const WRITER_STALL_TOKEN_ENV = 'AGENTD_TEST_WRITER_STALL_TOKEN';
 /** How long a closing connection may take to flush before it is cut. */
 const CONNECTION_CLOSE_MS = 500;
 
@@ -76,6 +75,8 @@ interface DaemonParts {
   log: Logger;
   lifecycle: Lifecycle;
   connections: Map<number, Connection>;
+  /** HTTP requests in flight, by requester id (the same id space as connections). */
+  requesters: Map<number, HttpRequester>;
   pool: ShardPool;
   /** null when persistence is off. */
   storage: StoragePool | null;
@@ -102,7 +103,7 @@ interface DaemonParts {
   authenticate: Authenticate;
 }
 
-export class Daemon implements ConnectionHost {
+export class Daemon implements ConnectionHost, RequesterHost {
   readonly config: ResolvedConfig;
   readonly log: Logger;
   readonly #parts: DaemonParts;
@@ -110,6 +111,7 @@ export class Daemon implements ConnectionHost {
   #nextConnId = 1;
   #closed: Promise<void> | null = null;
   #tcpPort: number | null = null;
+  #http: HttpListener | null = null;
   /** Files this daemon created, and only those, are removed at the end (never a live peer's). */
   #ownedFiles: string[] = [];
 
@@ -153,6 +155,10 @@ export class Daemon implements ConnectionHost {
         this.#servers.push(await this.#parts.metrics!.listen(config.metrics, this.#parts.connectionLimits.token, portFile, this.log));
         this.#ownedFiles.push(portFile);
       }
+      if (config.http !== null) {
+        this.#http = await startHttp(config, { ...this.#parts, host: this });
+        this.#ownedFiles.push(join(config.home, 'run', 'http.port'));
+      }
     } catch (err) {
       await this.#teardown();
       throw err;
@@ -165,16 +171,25 @@ export class Daemon implements ConnectionHost {
       socket.destroy();
       return;
     }
-    const id = this.#nextConnId++;
+    const id = this.nextId();
     this.#parts.connections.set(id, new Connection(id, socket, transport, this, this.#parts.connectionLimits));
+  }
+
+  nextId(): number {
+    return this.#nextConnId++;
+  }
+
+  register(requester: HttpRequester): void {
+    this.#parts.requesters.set(requester.id, requester);
   }
 
   dispatch(conn: Connection, req: number, body: Record<string, unknown>): void {
     this.#parts.dispatch(conn, req, body);
   }
 
-  closed(conn: Connection, cancelTurns: boolean): void {
+  closed(conn: Connection | HttpRequester, cancelTurns: boolean): void {
     this.#parts.connections.delete(conn.id);
+    this.#parts.requesters.delete(conn.id);
     if (cancelTurns) this.#parts.topology.connClosed(conn.id);
     this.#parts.observers.connClosed(conn.id);
     this.#parts.mcp.events.connClosed(conn.id);
@@ -195,7 +210,7 @@ export class Daemon implements ConnectionHost {
     this.#parts.tokens.stop();
     this.#parts.topology.leave();
     // Stop accepting now; a server's close completes only once its connections end (teardown).
-    const serversClosed = Promise.all(this.#servers.map(closeServer));
+    const serversClosed = Promise.all([...this.#servers.map(closeServer), this.#http?.close(false)]);
     observers.closeAll();
     this.#parts.mcp.events.closeAll();
     pool.broadcast({ type: 'shutdown' });
@@ -211,6 +226,7 @@ export class Daemon implements ConnectionHost {
     // Let queued replies reach their sockets, then close them.
     await Promise.all([...this.#parts.connections.values()].map((c) => c.endAndWait(CONNECTION_CLOSE_MS)));
     for (const server of this.#servers) if (server.listening) server.close();
+    await this.#http?.close(true);
     // Before the shards go: a cluster node releases its partitions, so other nodes take them at once.
     await this.#parts.topology.stop();
     await this.#parts.pool.close();
@@ -246,6 +262,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const agents = new AgentRegistry(startup.agents, DEFAULT_AGENT_NAME);
   const lifecycle: Lifecycle = { closing: false };
   const connections = new Map<number, Connection>();
+  const requesters = new Map<number, HttpRequester>();
   const mcp = McpHub.start({ agents, home: config.home, logLevel: config.logLevel, log });
   mcp.events.limitWith(pool.budget);
   // The shards emit agent events while observers or webhooks want them.
@@ -282,14 +299,14 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = guardedDispatch(topology.entry(dispatch));
   const harness = new HarnessHost(entry, agents);
-  const outputs = shardOutputs(config, { agents, store, writeLock, harness, mcp, writer, topology, connections, bus, log, agentEvents });
+  const outputs = shardOutputs(config, { agents, store, writeLock, harness, mcp, writer, topology, connections, requesters, bus, log, agentEvents });
   writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
   await Promise.all([pool.start(outputs), mcp.ready]);
   await topology.serve({ storage, local: dispatch, agents, bus, observers, onAgentsChanged: () => mcp.sync(), closing: () => lifecycle.closing });
   await schedules.start();
   await webhooks.start();
   tokens.startSweeping();
-  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics, tokens, authenticate: authenticator(connectionLimits.token, tokens) };
+  return { config, log, lifecycle, connections, requesters, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics, tokens, authenticate: authenticator(connectionLimits.token, tokens) };
 }
 
 type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;
@@ -323,6 +340,7 @@ interface ShardFeeds {
   writer: WriterHost | null;
   topology: Topology;
   connections: Map<number, Connection>;
+  requesters: Map<number, HttpRequester>;
   bus: EventBus;
   log: Logger;
   agentEvents: AgentEvents;
@@ -343,7 +361,7 @@ function shardOutputs(config: ResolvedConfig, f: ShardFeeds): ShardOutputs {
     }),
     // A forwarded call keeps views of the bytes: it takes no `written`, so their buffer stays in main.
     deliver: (conn, frames, written) => {
-      const local = connections.get(conn);
+      const local = connections.get(conn) ?? f.requesters.get(conn);
       if (local !== undefined) return local.write(frames, written);
       const forwarded = topology.forwarded(conn);
       if (forwarded !== undefined) forwarded.write(frames);
@@ -378,14 +396,6 @@ async function openStorage(config: ResolvedConfig, store: StoreLocation | null, 
   storage.startMaintenance(CHECKPOINT_INTERVAL_MS, config.walMaxBytes, (err) => log.warn({ err }, 'store upkeep (checkpoint) failed'));
   storage.startIndexing(INDEX_INTERVAL_MS, INDEX_BATCH, (err) => log.warn({ err }, 'search indexing failed'));
   return { storage, startup };
-}
-
-/** Starts the thread that commits every shard's turns (SQLite), once the store is prepared. */
-function startWriter(config: ResolvedConfig, path: string, writeLock: SharedArrayBuffer, log: Logger): Promise<WriterHost> {
-  const crashToken = process.env[WRITER_CRASH_TOKEN_ENV] || null;
-  const stallToken = process.env[WRITER_STALL_TOKEN_ENV] || null;
-  if (crashToken !== null || stallToken !== null) log.warn(`${WRITER_CRASH_TOKEN_ENV} or ${WRITER_STALL_TOKEN_ENV} is set: turn writer fault injection is on (tests only)`);
-  return WriterHost.start({ path, writeLock, logLevel: config.logLevel, log, stallMs: config.shardStallMs, crashToken, stallToken });
 }
 
 export function startDaemon(config: ResolvedConfig): Promise<Daemon> {

@@ -147,6 +147,7 @@ const FILE_SCHEMA = z
     workers: atLeast(1),
     tcp: text(),
     metrics: text(),
+    http: text(),
     token: text(false),
     tcp_insecure: flag(),
     auth_timeout_ms: atLeast(1),

@@ -199,6 +199,8 @@ export interface ResolvedConfig {
   webhookHosts: readonly string[];
   /** The Prometheus metrics listener; null: off. Off loopback it asks for the token. */
   metrics: TcpAddress | null;
+  /** The HTTP listener (REST + SSE, docs/http.md); null: off. Off loopback it needs a token. */
+  http: TcpAddress | null;
 }
 
 export const DEFAULTS = {

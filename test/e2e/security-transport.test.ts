@@ -250,7 +250,7 @@ describe('connection limit per listener', () => {
     const { stats } = (await local.request('get_stats')) as { stats: Record<string, any> };
     expect(stats.connections_by_listener.tcp).toBe(cap);
     expect(stats.connections_by_listener.unix).toBeGreaterThanOrEqual(1);
-    expect(stats.refused_connections).toEqual({ unix: 0, tcp: 10 });
+    expect(stats.refused_connections).toEqual({ unix: 0, tcp: 10, http: 0 });
     expect(stats.limits).toMatchObject({ max_connections: cap });
     // The held connections are not affected.
     held[0]!.send(2, { ping: {} });
@@ -278,6 +278,6 @@ describe('connection limit per listener', () => {
     expect(stats.unauthenticated_connections).toBe(cap / 2);
     expect(stats.unauthenticated_evicted).toBe(300 - cap / 2 + 100);
     expect(stats.connections_by_listener.tcp).toBe(cap / 2 + 1);
-    expect(stats.refused_connections).toEqual({ unix: 0, tcp: 0 });
+    expect(stats.refused_connections).toEqual({ unix: 0, tcp: 0, http: 0 });
   });
 });

@@ -33,7 +33,7 @@ function harness() {
     defaultSender: 'user',
     startedAt: Date.now(),
     connections: () => 1,
-    transportStats: () => ({ connections_by_listener: { unix: 0, tcp: 0 }, refused_connections: { unix: 0, tcp: 0 }, unauthenticated_connections: 0, unauthenticated_evicted: 0 }),
+    transportStats: () => ({ connections_by_listener: { unix: 0, tcp: 0, http: 0 }, refused_connections: { unix: 0, tcp: 0, http: 0 }, unauthenticated_connections: 0, unauthenticated_evicted: 0 }),
     limits: {},
     closing: () => state.closing,
     clusterStats: () => null,

@@ -8,6 +8,7 @@
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../shared/log.ts';
+import type { ResolvedConfig } from '../../shared/config.ts';
 import { Heartbeat } from '../../shared/threads/heartbeat.ts';
 import { WRITER_TOKEN, WriteLock } from '../../storage/sqlite/write-lock.ts';
 import type { FromWriter, ToWriter, WriterInit } from '../../threads/writer/messages.ts';
@@ -139,4 +140,16 @@ export class WriterHost {
     clearTimeout(timer);
     await worker.terminate();
   }
+}
+
+/** Test-only: a turn whose content equals these crashes / freezes the turn writer thread (SQLite). */
+const WRITER_CRASH_TOKEN_ENV = 'AGENTD_TEST_WRITER_CRASH_TOKEN';
+const WRITER_STALL_TOKEN_ENV = 'AGENTD_TEST_WRITER_STALL_TOKEN';
+
+/** Starts the thread that commits every shard's turns (SQLite), once the store is prepared. */
+export function startWriter(config: ResolvedConfig, path: string, writeLock: SharedArrayBuffer, log: Logger): Promise<WriterHost> {
+  const crashToken = process.env[WRITER_CRASH_TOKEN_ENV] || null;
+  const stallToken = process.env[WRITER_STALL_TOKEN_ENV] || null;
+  if (crashToken !== null || stallToken !== null) log.warn(`${WRITER_CRASH_TOKEN_ENV} or ${WRITER_STALL_TOKEN_ENV} is set: turn writer fault injection is on (tests only)`);
+  return WriterHost.start({ path, writeLock, logLevel: config.logLevel, log, stallMs: config.shardStallMs, crashToken, stallToken });
 }

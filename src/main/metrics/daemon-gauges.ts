@@ -31,7 +31,7 @@ export function registerDaemonGauges(registry: Registry, sources: GaugeSources):
       c.inc(pick(s));
     });
   };
-  const byListener = (name: string, help: string, pick: (s: Stats) => { unix: number; tcp: number }, kind: 'gauge' | 'counter'): void => {
+  const byListener = (name: string, help: string, pick: (s: Stats) => Record<string, number>, kind: 'gauge' | 'counter'): void => {
     const m = kind === 'gauge' ? new Gauge({ name, help, labelNames: ['listener'], registers: [registry] }) : new Counter({ name, help, labelNames: ['listener'], registers: [registry] });
     setters.push((s) => {
       m.reset();

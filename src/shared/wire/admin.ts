@@ -13,10 +13,10 @@ export interface Stats {
   subscriptions: number;
   connections: number;
   /** Open connections per listener. */
-  connections_by_listener: { unix: number; tcp: number };
+  connections_by_listener: { unix: number; tcp: number; http: number };
   /** Connections refused with 429 since start, per listener. */
-  refused_connections: { unix: number; tcp: number };
-  /** TCP connections not authenticated yet, and those closed to make room for newer ones (PROTOCOL §6). */
+  refused_connections: { unix: number; tcp: number; http: number };
+  /** TCP and HTTP connections not authenticated yet, and those closed to make room for newer ones (PROTOCOL §6). */
   unauthenticated_connections: number;
   unauthenticated_evicted: number;
   /** Searches running now, and those ended past search_timeout_ms or cancelled (their client disconnected), since start. */

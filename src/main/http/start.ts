@@ -1,0 +1,56 @@
+/**
+ * Starts the HTTP door (`http`): builds the route table (the REST API and the
+ * OpenAPI document; other route sets mount here too) and listens. Requests
+ * authenticate as TCP's do: the home's token or a scoped one; without a
+ * token (`--tcp-insecure`) HTTP serves loopback addresses only.
+ */
+import { join } from 'node:path';
+import type { ResolvedConfig } from '../../shared/config.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { Authenticate } from '../auth/principal.ts';
+import type { ConnectionLimiter } from '../net/connection-limit.ts';
+import type { Dispatch } from '../dispatch.ts';
+import { listenHttp, type HttpListener } from './http-listener.ts';
+import type { RequesterHost } from './http-requester.ts';
+import { HttpRouter } from './router.ts';
+import { mountRest } from './routes.ts';
+import { openApiRoute } from './openapi.ts';
+
+export type { HttpListener } from './http-listener.ts';
+
+/** What the HTTP door needs of the daemon. */
+export interface HttpParts {
+  dispatch: Dispatch;
+  limiter: ConnectionLimiter;
+  /** The TCP token in force (configured or from the token file); null without one. */
+  connectionLimits: { token: string | null };
+  log: Logger;
+  host: RequesterHost;
+  /** The home's token (admin) or a scoped one, to a Principal (main/auth/token-service.ts). */
+  authenticate: Authenticate;
+}
+
+/** Every route the HTTP door serves. */
+export function buildRouter(): HttpRouter {
+  const router = new HttpRouter();
+  mountRest(router);
+  router.mount(openApiRoute(router));
+  return router;
+}
+
+export function startHttp(config: ResolvedConfig, parts: HttpParts): Promise<HttpListener> {
+  const token = parts.connectionLimits.token;
+  return listenHttp({
+    addr: config.http!,
+    // Without a token (--tcp-insecure) HTTP serves loopback only, as TCP does, and takes no scoped token either.
+    authenticate: token === null ? null : parts.authenticate,
+    router: buildRouter(),
+    limiter: parts.limiter,
+    host: parts.host,
+    dispatch: parts.dispatch,
+    maxBodyBytes: config.maxBodyBytes,
+    authTimeoutMs: config.authTimeoutMs,
+    portFile: join(config.home, 'run', 'http.port'),
+    log: parts.log,
+  });
+}

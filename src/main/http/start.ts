@@ -16,6 +16,7 @@ import type { RequesterHost } from './http-requester.ts';
 import { HttpRouter } from './router.ts';
 import { mountRest } from './routes.ts';
 import { openApiRoute } from './openapi.ts';
+import { mountEcosystem } from './eco/index.ts';
 
 export type { HttpListener } from './http-listener.ts';
 
@@ -38,6 +39,7 @@ export function homeTokenAuth(token: string): Authenticate {
 export function buildRouter(): HttpRouter {
   const router = new HttpRouter();
   mountRest(router);
+  mountEcosystem(router);
   router.mount(openApiRoute(router));
   return router;
 }

@@ -1,0 +1,14 @@
+/**
+ * The ecosystem's protocols on the HTTP door (docs/http-ecosystem.md):
+ * OpenAI-compatible chat completions, responses and models, the MCP server,
+ * A2A, and inbound webhooks onto the event bus.
+ */
+import type { HttpRouter } from '../router.ts';
+import { chatCompletionsRoute, modelRoute, modelsRoute } from './openai-chat.ts';
+
+/** Mounts the ecosystem routes; `GET /v1/models` takes the REST route's place (the agents, as OpenAI lists models). */
+export function mountEcosystem(router: HttpRouter): void {
+  router.mount(chatCompletionsRoute());
+  router.replace(modelsRoute());
+  router.mount(modelRoute());
+}

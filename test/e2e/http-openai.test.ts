@@ -53,7 +53,7 @@ describe('chat completions', () => {
       model: 'assistant', user: 'bob', stream: true, stream_options: { include_usage: true },
       messages: [{ role: 'user', content: [{ type: 'text', text: 'streamed words here' }] }],
     });
-    const chunks = [];
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
     for await (const c of stream) chunks.push(c);
     expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.id === chunks[0]!.id)).toBe(true);
     expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
@@ -97,10 +97,55 @@ describe('chat completions', () => {
 
 describe('models', () => {
   it('lists the agents as models, and retrieves one', async () => {
-    const ids = [];
+    const ids: string[] = [];
     for await (const m of openai.models.list()) ids.push(m.id);
     expect(ids.sort()).toEqual(['assistant', 'other']);
     expect(await openai.models.retrieve('other')).toMatchObject({ id: 'other', object: 'model', owned_by: 'agentd' });
     await expect(openai.models.retrieve('nobody')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
+
+describe('responses', () => {
+  it('answers a response object with the turn\'s text and usage', async () => {
+    const r = await openai.responses.create({ model: 'assistant', user: 'dora', input: 'a plain response' });
+    expect(r).toMatchObject({ object: 'response', status: 'completed', model: 'assistant', error: null });
+    expect(r.id).toMatch(/^resp_r[0-9a-f]{8}-/);
+    expect(r.output_text).toBe('a plain response');
+    expect(r.usage!.total_tokens).toBe(r.usage!.input_tokens + r.usage!.output_tokens);
+    expect(r.usage!.total_tokens).toBeGreaterThan(0);
+    expect(await history('dora')).toEqual([{ role: 'user', content: 'a plain response' }, { role: 'assistant', content: 'a plain response' }]);
+  });
+
+  it('takes the newest user message of an input array', async () => {
+    const r = await openai.responses.create({
+      model: 'assistant', user: 'erin',
+      input: [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'x' }, { role: 'user', content: [{ type: 'input_text', text: 'second' }] }],
+    });
+    expect(r.output_text).toBe('second');
+  });
+
+  it('streams the Responses API\'s events in order, the deltas adding up to the text', async () => {
+    const stream = await openai.responses.create({ model: 'assistant', user: 'fred', input: 'streamed response words', stream: true });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const e of stream) events.push(e);
+    const types = events.map((e) => e.type);
+    expect(types.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    expect(types.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const deltas = events.flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta] : []));
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.join('')).toBe('streamed response words');
+    const done = events.at(-1)!;
+    if (done.type !== 'response.completed') throw new Error('no response.completed');
+    expect(done.response.output_text ?? done.response.output).toBeTruthy();
+    expect(done.response.usage!.total_tokens).toBeGreaterThan(0);
+    expect(done.response.id).toBe((events[0] as { response: { id: string } }).response.id);
+  });
+
+  it('an unknown model is a 404 model_not_found; an input without a user message is a 400', async () => {
+    const err = await openai.responses.create({ model: 'nobody', input: 'hi', stream: true }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((err as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
+    await expect(openai.responses.create({ model: 'assistant', input: [{ role: 'assistant', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
   });
 });

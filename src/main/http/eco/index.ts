@@ -4,6 +4,7 @@
  * A2A, and inbound webhooks onto the event bus.
  */
 import type { HttpRouter } from '../router.ts';
+import { responsesRoute } from './openai-responses.ts';
 import { chatCompletionsRoute, modelRoute, modelsRoute } from './openai-chat.ts';
 
 /** Mounts the ecosystem routes; `GET /v1/models` takes the REST route's place (the agents, as OpenAI lists models). */
@@ -11,4 +12,5 @@ export function mountEcosystem(router: HttpRouter): void {
   router.mount(chatCompletionsRoute());
   router.replace(modelsRoute());
   router.mount(modelRoute());
+  router.mount(responsesRoute());
 }

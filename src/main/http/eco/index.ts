@@ -4,6 +4,7 @@
  * A2A, and inbound webhooks onto the event bus.
  */
 import type { HttpRouter } from '../router.ts';
+import { mcpRoutes } from './mcp-server.ts';
 import { responsesRoute } from './openai-responses.ts';
 import { chatCompletionsRoute, modelRoute, modelsRoute } from './openai-chat.ts';
 
@@ -13,4 +14,5 @@ export function mountEcosystem(router: HttpRouter): void {
   router.replace(modelsRoute());
   router.mount(modelRoute());
   router.mount(responsesRoute());
+  for (const r of mcpRoutes()) router.mount(r);
 }

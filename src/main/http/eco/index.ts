@@ -4,6 +4,7 @@
  * A2A, and inbound webhooks onto the event bus.
  */
 import type { HttpRouter } from '../router.ts';
+import { a2aRoutes } from './a2a.ts';
 import { mcpRoutes } from './mcp-server.ts';
 import { responsesRoute } from './openai-responses.ts';
 import { chatCompletionsRoute, modelRoute, modelsRoute } from './openai-chat.ts';
@@ -15,4 +16,5 @@ export function mountEcosystem(router: HttpRouter): void {
   router.mount(modelRoute());
   router.mount(responsesRoute());
   for (const r of mcpRoutes()) router.mount(r);
+  for (const r of a2aRoutes()) router.mount(r);
 }

@@ -91,6 +91,19 @@ export class HttpRouter {
     this.#routes.push({ route, segments });
   }
 
+  /**
+   * Mounts `route` in place of the one with the same method and pattern (one
+   * route set taking a path over from another: the OpenAI-compatible
+   * `GET /v1/models`), or adds it where there is none.
+   */
+  replace(route: HttpRoute): void {
+    const shape = (segments: readonly string[]): string => segments.map((s) => (isParam(s) ? '{}' : s)).join('/');
+    const segments = split(route.path);
+    const at = this.#routes.findIndex((c) => c.route.method === route.method && shape(c.segments) === shape(segments));
+    if (at < 0) this.#routes.push({ route, segments });
+    else this.#routes[at] = { route, segments };
+  }
+
   /** Every mounted route, in mount order. */
   routes(): readonly HttpRoute[] {
     return this.#routes.map((c) => c.route);

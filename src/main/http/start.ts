@@ -15,6 +15,7 @@ import type { RequesterHost } from './http-requester.ts';
 import { HttpRouter } from './router.ts';
 import { mountRest } from './routes.ts';
 import { openApiRoute } from './openapi.ts';
+import { mountEcosystem } from './eco/index.ts';
 
 export type { HttpListener } from './http-listener.ts';
 
@@ -34,6 +35,7 @@ export interface HttpParts {
 export function buildRouter(): HttpRouter {
   const router = new HttpRouter();
   mountRest(router);
+  mountEcosystem(router);
   router.mount(openApiRoute(router));
   return router;
 }

@@ -83,6 +83,13 @@ describe('a chat token bound to sender alice and agent assistant', () => {
     expect((await admin.listAgents()).map((a) => a.name)).not.toContain('rogue');
     expect(((await admin.request('list_mcps', {})).mcp_list as { mcps: unknown[] }).mcps).toEqual([]);
   });
+
+  it('agentctl with the token over TCP is refused the same way (exit 1, error 403)', async () => {
+    const r = await ctl(null, ['--tcp', `127.0.0.1:${d.port}`, '--token', alice, 'agents', 'create', 'rogue'], { AGENTD_TOKEN: undefined, AGENTD_HOME: undefined });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/403.*lacks the "agents:write" scope/);
+    expect(r.stderr).not.toContain(alice);
+  });
 });
 
 describe('other scopes, revocation, bad input', () => {

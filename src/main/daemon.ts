@@ -49,7 +49,7 @@ import { TurnLedger } from './turn-ledger.ts';
 import { collectStats } from './ops/admin.ts';
 import type { DispatchContext } from './ops/op-table.ts';
 import type { HttpRequester, RequesterHost } from './http/http-requester.ts';
-import { startHttp, type HttpListener } from './http/start.ts';
+import { homeTokenAuth, startHttp, type HttpListener } from './http/start.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -150,7 +150,7 @@ export class Daemon implements ConnectionHost, RequesterHost {
         this.#ownedFiles.push(portFile);
       }
       if (config.http !== null) {
-        this.#http = await startHttp(config, { ...this.#parts, host: this });
+        this.#http = await startHttp(config, { ...this.#parts, host: this, authenticate: homeTokenAuth(this.#parts.connectionLimits.token) });
         this.#ownedFiles.push(join(config.home, 'run', 'http.port'));
       }
     } catch (err) {

@@ -1,8 +1,9 @@
 /**
  * Starts the HTTP door (`http`): builds the route table (the REST API and the
- * OpenAPI document; other route sets mount here too) and listens. Requests
- * authenticate with the home's token, the same one TCP asks for; without a
- * token (`--tcp-insecure`) HTTP serves loopback addresses only.
+ * OpenAPI document; other route sets mount in `buildRouter`) and listens.
+ * Requests authenticate through the `Authenticate` the daemon passes (today
+ * `homeTokenAuth`: the home's token, the one TCP asks for); without a token
+ * (`--tcp-insecure`) HTTP serves loopback addresses only.
  */
 import { join } from 'node:path';
 import type { ResolvedConfig } from '../../shared/config.ts';
@@ -23,14 +24,15 @@ export type { HttpListener } from './http-listener.ts';
 export interface HttpParts {
   dispatch: Dispatch;
   limiter: ConnectionLimiter;
-  /** The TCP token in force (configured or from the token file); null without one. */
-  connectionLimits: { token: string | null };
+  /** Resolves a bearer token to a principal; null: no token is configured (loopback only, every request the admin). */
+  authenticate: Authenticate | null;
   log: Logger;
   host: RequesterHost;
 }
 
-/** The home token as the admin; another token is unknown. */
-export function homeTokenAuth(token: string): Authenticate {
+/** The home token as the admin, another token unknown; null (no token at all) stays null. */
+export function homeTokenAuth(token: string | null): Authenticate | null {
+  if (token === null) return null;
   return (presented) => Promise.resolve(sameSecret(presented, token) ? ADMIN : null);
 }
 
@@ -42,11 +44,10 @@ export function buildRouter(): HttpRouter {
   return router;
 }
 
-export function startHttp(config: ResolvedConfig, parts: HttpParts, authenticate?: Authenticate): Promise<HttpListener> {
-  const token = parts.connectionLimits.token;
+export function startHttp(config: ResolvedConfig, parts: HttpParts): Promise<HttpListener> {
   return listenHttp({
     addr: config.http!,
-    authenticate: authenticate ?? (token === null ? null : homeTokenAuth(token)),
+    authenticate: parts.authenticate,
     router: buildRouter(),
     limiter: parts.limiter,
     host: parts.host,

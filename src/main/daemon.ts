@@ -156,7 +156,7 @@ export class Daemon implements ConnectionHost, RequesterHost {
         this.#ownedFiles.push(portFile);
       }
       if (config.http !== null) {
-        this.#http = await startHttp(config, { ...this.#parts, host: this });
+        this.#http = await startHttp(config, { ...this.#parts, host: this, authenticate: this.#parts.connectionLimits.token === null ? null : this.#parts.authenticate });
         this.#ownedFiles.push(join(config.home, 'run', 'http.port'));
       }
     } catch (err) {

@@ -5,7 +5,7 @@
  * that goes away cancels a plain turn; the agent event stream.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, startDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
+import { cleanup, startDaemon, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { bearer, curl, curlJson, httpTarget, readSse, sseEvents, type HttpTarget, type SseEvent } from '../helpers/http.ts';
 
 let d: Daemon;
@@ -125,5 +125,19 @@ describe('the agent event stream', () => {
   it('refuses an unknown agent with 404 before any event', async () => {
     const r = await curl(t, '/v1/events?agent=nobody');
     expect(r.status).toBe(404);
+  });
+});
+
+describe('shutdown', () => {
+  it('ends an open event stream with `closed` and exits cleanly', async () => {
+    const own = await testDaemon({ args: ['--http', '127.0.0.1:0'] });
+    const ot = httpTarget(own);
+    const seen: SseEvent[] = [];
+    let stopped: ReturnType<Daemon['stop']> | null = null;
+    await readSse(`${ot.base}/v1/events`, { headers: bearer(ot) }, (ev) => void seen.push(ev), () => {
+      stopped = own.stop('SIGTERM');
+    });
+    expect(seen.map((e) => e.event)).toEqual(['closed']);
+    expect(await stopped!).toEqual({ code: 0, signal: null });
   });
 });

@@ -52,19 +52,24 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     let size = 0;
+    let settled = false;
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size > max) {
         req.off('data', onData);
+        settled = true;
         reject(tooLarge(size, max));
         return;
       }
       parts.push(chunk);
     };
     req.on('data', onData);
-    req.once('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
+    req.once('end', () => {
+      settled = true;
+      resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+    });
     req.once('error', reject);
-    req.once('close', () => reject(new AgentdError(Code.Cancelled, 'the client closed the request before its body was read')));
+    req.once('close', () => settled || reject(new AgentdError(Code.Cancelled, 'the client closed the request before its body was read')));
   });
 }
 

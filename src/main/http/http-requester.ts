@@ -69,9 +69,12 @@ export class HttpRequester implements Requester, FrameSink {
   /** A request-response operation: its reply value (the variant's value), or the error it answered, thrown. */
   call(op: string, args: Record<string, unknown>): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.onClose(() => reject(new AgentdError(Code.Cancelled, 'the client closed the request')));
+      let settled = false;
+      // Built only when needed: an error's stack costs more than the rest of a small request.
+      this.onClose(() => settled || reject(new AgentdError(Code.Cancelled, 'the client closed the request')));
       this.send(op, args, (body, last) => {
         if (!last) return;
+        settled = true;
         const error = errorOf(body);
         if (error !== null) reject(error);
         else resolve(Object.values(body)[0]);

@@ -23,12 +23,10 @@ export type { HttpListener } from './http-listener.ts';
 export interface HttpParts {
   dispatch: Dispatch;
   limiter: ConnectionLimiter;
-  /** The TCP token in force (configured or from the token file); null without one. */
-  connectionLimits: { token: string | null };
+  /** Resolves a bearer token to a principal; null: no token is configured (loopback only, every request the admin). */
+  authenticate: Authenticate | null;
   log: Logger;
   host: RequesterHost;
-  /** The home's token (admin) or a scoped one, to a Principal (main/auth/token-service.ts). */
-  authenticate: Authenticate;
 }
 
 /** Every route the HTTP door serves. */
@@ -41,11 +39,9 @@ export function buildRouter(): HttpRouter {
 }
 
 export function startHttp(config: ResolvedConfig, parts: HttpParts): Promise<HttpListener> {
-  const token = parts.connectionLimits.token;
   return listenHttp({
     addr: config.http!,
-    // Without a token (--tcp-insecure) HTTP serves loopback only, as TCP does, and takes no scoped token either.
-    authenticate: token === null ? null : parts.authenticate,
+    authenticate: parts.authenticate,
     router: buildRouter(),
     limiter: parts.limiter,
     host: parts.host,

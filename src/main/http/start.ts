@@ -35,21 +35,32 @@ export function homeTokenAuth(token: string): Authenticate {
   return (presented) => Promise.resolve(sameSecret(presented, token) ? ADMIN : null);
 }
 
+/** What routes need of the daemon beyond dispatch: the inbound webhooks check tokens and signatures themselves. */
+export interface RouterContext {
+  httpEventSources: ResolvedConfig['httpEventSources'];
+  authenticate: Authenticate | null;
+  maxBodyBytes: number;
+  log: Logger | null;
+}
+
+const NO_CONTEXT: RouterContext = { httpEventSources: {}, authenticate: null, maxBodyBytes: 16 * 1024 * 1024, log: null };
+
 /** Every route the HTTP door serves. */
-export function buildRouter(): HttpRouter {
+export function buildRouter(ctx: RouterContext = NO_CONTEXT): HttpRouter {
   const router = new HttpRouter();
   mountRest(router);
-  mountEcosystem(router);
+  mountEcosystem(router, { sources: ctx.httpEventSources, authenticate: ctx.authenticate, maxBodyBytes: ctx.maxBodyBytes, log: ctx.log });
   router.mount(openApiRoute(router));
   return router;
 }
 
 export function startHttp(config: ResolvedConfig, parts: HttpParts, authenticate?: Authenticate): Promise<HttpListener> {
   const token = parts.connectionLimits.token;
+  const auth = authenticate ?? (token === null ? null : homeTokenAuth(token));
   return listenHttp({
     addr: config.http!,
-    authenticate: authenticate ?? (token === null ? null : homeTokenAuth(token)),
-    router: buildRouter(),
+    authenticate: auth,
+    router: buildRouter({ httpEventSources: config.httpEventSources, authenticate: auth, maxBodyBytes: config.maxBodyBytes, log: parts.log }),
     limiter: parts.limiter,
     host: parts.host,
     dispatch: parts.dispatch,

@@ -122,6 +122,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     webhookBackoffMs: file.webhook_backoff_ms ?? DEFAULTS.webhookBackoffMs,
     webhookTimeoutMs: file.webhook_timeout_ms ?? DEFAULTS.webhookTimeoutMs,
     webhookHosts: file.webhook_hosts ?? [],
+    httpEventSources: file.http_event_sources ?? {},
   });
 }
 

@@ -188,6 +188,7 @@ const FILE_SCHEMA = z
     webhook_backoff_ms: atLeast(1),
     webhook_timeout_ms: atLeast(1),
     webhook_hosts: strings(),
+    http_event_sources: z.record(text(false), z.strictObject({ secret: text(false) })),
   })
   .partial();
 

@@ -201,6 +201,8 @@ export interface ResolvedConfig {
   metrics: TcpAddress | null;
   /** The HTTP listener (REST + SSE, docs/http.md); null: off. Off loopback it needs a token. */
   http: TcpAddress | null;
+  /** `http_event_sources`: inbound webhook sources (`POST /v1/events/{source}`) and the secret each one's HMAC signatures are made with. */
+  httpEventSources: Readonly<Record<string, { readonly secret: string }>>;
 }
 
 export const DEFAULTS = {

@@ -29,11 +29,21 @@ export interface HttpParts {
   host: RequesterHost;
 }
 
+/** What routes need of the daemon beyond dispatch: the inbound webhooks check tokens and signatures themselves. */
+export interface RouterContext {
+  httpEventSources: ResolvedConfig['httpEventSources'];
+  authenticate: Authenticate | null;
+  maxBodyBytes: number;
+  log: Logger | null;
+}
+
+const NO_CONTEXT: RouterContext = { httpEventSources: {}, authenticate: null, maxBodyBytes: 16 * 1024 * 1024, log: null };
+
 /** Every route the HTTP door serves. */
-export function buildRouter(): HttpRouter {
+export function buildRouter(ctx: RouterContext = NO_CONTEXT): HttpRouter {
   const router = new HttpRouter();
   mountRest(router);
-  mountEcosystem(router);
+  mountEcosystem(router, { sources: ctx.httpEventSources, authenticate: ctx.authenticate, maxBodyBytes: ctx.maxBodyBytes, log: ctx.log });
   router.mount(openApiRoute(router));
   return router;
 }
@@ -42,7 +52,7 @@ export function startHttp(config: ResolvedConfig, parts: HttpParts): Promise<Htt
   return listenHttp({
     addr: config.http!,
     authenticate: parts.authenticate,
-    router: buildRouter(),
+    router: buildRouter({ httpEventSources: config.httpEventSources, authenticate: parts.authenticate, maxBodyBytes: config.maxBodyBytes, log: parts.log }),
     limiter: parts.limiter,
     host: parts.host,
     dispatch: parts.dispatch,

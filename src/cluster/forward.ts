@@ -23,6 +23,7 @@ import type { Logger } from '../shared/log.ts';
 import { PieceJoiner, piecesOf, type Piece } from './chunks.ts';
 import { decodeMessage, encodeMessage, type Message } from './messages.ts';
 import { OwnerCall, type ForwardReply } from './owner-call.ts';
+import { mainMeter, type ForwardStatus } from '../main/metrics/main-meter.ts';
 
 /** Pieces a call may have unacknowledged when the entry node's side names no window. */
 export const DEFAULT_WINDOW = 64;
@@ -164,7 +165,7 @@ export class ForwardClient {
   }
 
   call(partition: number, body: Uint8Array, handlers: ForwardHandlers): ForwardCall {
-    const c = new Call(this.#nc, this.#window, handlers, () => this.#calls.delete(c));
+    const c = new Call(this.#nc, this.#window, mainMeter.timings === null ? handlers : timed(handlers), () => this.#calls.delete(c));
     this.#calls.add(c);
     c.begin(partitionSubject(this.#prefix, partition), partition, this.#node, body);
     return c;
@@ -179,6 +180,28 @@ export class ForwardClient {
   get size(): number {
     return this.#calls.size;
   }
+}
+
+/** Handlers that count the call's end and its time (the metrics); a cancelled call ends with neither end nor fail. */
+function timed(h: ForwardHandlers): ForwardHandlers {
+  const began = performance.now();
+  let counted = false;
+  const count = (status: ForwardStatus): void => {
+    if (counted) return;
+    counted = true;
+    mainMeter.timings?.forwarded(status, (performance.now() - began) / 1000);
+  };
+  return {
+    frame: (bytes) => h.frame(bytes),
+    end: () => {
+      count('ok');
+      h.end();
+    },
+    fail: (err) => {
+      count(err.reason);
+      h.fail(err);
+    },
+  };
 }
 
 /** One call at its entry node: the request's pieces out, the replies' pieces in, acknowledged as its consumer takes them. */

@@ -45,6 +45,9 @@ import type { ScheduleEngine } from './schedules/schedule-engine.ts';
 import { startWebhooks } from './webhooks/start.ts';
 import type { WebhookHub } from './webhooks/webhook-hub.ts';
 import { MetricsService } from './metrics/metrics-service.ts';
+import { CallMetrics } from './metrics/call-metrics.ts';
+import { registerDaemonCounters } from './metrics/daemon-counters.ts';
+import type { CallRecord } from '../shared/threads/shard-messages.ts';
 import { TurnLedger } from './turn-ledger.ts';
 import { collectStats } from './ops/admin.ts';
 import type { DispatchContext } from './ops/op-table.ts';
@@ -231,7 +234,9 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   // Metrics cost nothing while off: no meter on the ledger, no registry.
   const metrics = config.metrics === null ? null : new MetricsService();
   const ledger = new TurnLedger(metrics?.turns ?? null);
-  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger });
+  const calls = metrics === null ? null : new CallMetrics(metrics.registry);
+  const onCalls = calls === null ? undefined : (records: readonly CallRecord[]): void => calls.add(records);
+  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger, onCalls });
   // The topology first: a cluster node that cannot reach NATS fails before anything else starts.
   const topology = config.cluster === null ? new LocalTopology(pool) : await registerCluster({ config, pool, log });
   const { storage, startup } = await openStorage(config, store, writeLock, log);
@@ -268,6 +273,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     webhookHosts: config.webhookHosts,
   };
   const dispatch = createDispatch(dispatchContext, limitLog);
+  if (metrics !== null) registerDaemonCounters(metrics.registry, () => connections.values());
   metrics?.attach({ stats: () => collectStats(dispatchContext), turns: () => ledger.perShard(config.workers), walPath: store?.kind === 'sqlite' ? `${store.path}-wal` : null });
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = topology.entry(dispatch);
@@ -328,7 +334,7 @@ function shardOutputs(config: ResolvedConfig, f: ShardFeeds): ShardOutputs {
       index, shards: config.workers, agents: f.agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
       crashToken, store: f.store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock: f.writeLock,
       harnessPort: f.harness.portForShard(), mcpPort: f.mcp.portForShard(), writerPort: f.writer?.portForShard() ?? null, fences: topology.fences,
-      runRetentionMs: config.runRetentionMs,
+      runRetentionMs: config.runRetentionMs, observe: config.metrics !== null,
     }),
     // A forwarded call keeps views of the bytes: it takes no `written`, so their buffer stays in main.
     deliver: (conn, frames, written) => {

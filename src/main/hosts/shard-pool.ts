@@ -37,6 +37,7 @@ import { InflightBudget } from './inflight-budget.ts';
 import { settleShardLoss, type RequestKind } from './shard-losses.ts';
 import { PendingReplies } from '../../shared/threads/port-rpc.ts';
 import type { ShardOutputs, ShardPoolOptions, ShardThread } from './shard-pool-parts.ts';
+import { mainMeter } from '../metrics/main-meter.ts';
 
 export type { ShardOutputs, ShardPoolOptions } from './shard-pool-parts.ts';
 
@@ -282,6 +283,7 @@ export class ShardPool {
       if (f !== undefined) f.started = true;
     }
     for (const seq of batch.turnsStarted) this.#opts.ledger.started(seq);
+    if (batch.calls !== null) this.#opts.onCalls?.(batch.calls);
     this.#deliverSections(shard, batch, outputs);
     if (batch.agentEvents !== null) {
       outputs.agentEvents(batch.agentEventAgents, readEventList(Buffer.from(batch.agentEvents), batch.agentEventAgents.length));
@@ -316,6 +318,7 @@ export class ShardPool {
     this.#watchdog.unwatch(shard.index);
     WriteLock.releaseFor(this.#opts.writeLock, ownerToken(shard.index));
     this.#endAll(shard, why, 'crash', outputs);
+    mainMeter.shardCrashes++;
     this.#opts.log.warn({ shard: shard.index, why }, 'shard lost: its turns ended with an error; starting a replacement');
     this.#respawn(shard, outputs, []);
   }

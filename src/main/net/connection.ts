@@ -10,6 +10,7 @@ import { isPlainMap } from '../../shared/args.ts';
 import { assertPortableMsgpack } from '../../shared/portable-msgpack.ts';
 import { decodeRequest } from './request-body.ts';
 import { sameSecret } from './token.ts';
+import { connectionClosed } from '../metrics/main-meter.ts';
 
 /** Where a connection's requests go, and what it tells when it closes. */
 export interface ConnectionHost {
@@ -89,6 +90,11 @@ export class Connection implements FrameSink {
 
   get open(): boolean {
     return this.#state === 'open';
+  }
+
+  /** Bytes read and written so far (the metrics). */
+  traffic(): { in: number; out: number } {
+    return { in: this.#socket.bytesRead, out: this.#socket.bytesWritten };
   }
 
   readonly #onData = (chunk: Buffer): void => {
@@ -330,6 +336,7 @@ export class Connection implements FrameSink {
     this.#clearAuthTimer();
     this.#clearStallTimers();
     this.#decoder.stop();
+    connectionClosed(this.transport, this.#socket.bytesRead, this.#socket.bytesWritten);
     this.#host.closed(this, this.#cancelTurnsOnClose);
   };
 }

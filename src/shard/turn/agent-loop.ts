@@ -11,6 +11,7 @@ import { GENERIC_REDACTOR } from '../../shared/redact.ts';
 import type { Cancellation } from './cancellation.ts';
 import { TextAccumulator } from './text-accumulator.ts';
 import type { Approver, Steering } from '../runs/run.ts';
+import { CallMeter, callMeter, callStatus } from '../call-meter.ts';
 
 export type Emit = (event: string, body: Record<string, unknown>) => void;
 
@@ -32,6 +33,8 @@ export interface LoopInput {
   steering: Steering | null;
   /** Decides the calls of tools the agent's `approve_tools` names; null: none wait. */
   approver: Approver | null;
+  /** The turn's seq, naming it in the metrics and traces (call-meter.ts); 0 outside a turn. */
+  seq?: number;
 }
 
 export interface LoopResult {
@@ -112,6 +115,25 @@ async function streamStep(input: LoopInput, produced: readonly Message[], segmen
   return calls;
 }
 
+/** streamStep, recorded for the metrics and traces (call-meter.ts). */
+async function timedStep(input: LoopInput, produced: readonly Message[], segments: Segments, stepText: TextAccumulator, usage: Usage): Promise<ToolCall[]> {
+  const start = CallMeter.now();
+  const before = { input: usage.prompt_tokens, output: usage.completion_tokens };
+  let failure: unknown;
+  try {
+    return await streamStep(input, produced, segments, stepText, usage);
+  } catch (err) {
+    failure = err ?? new Error('failed');
+    throw err;
+  } finally {
+    callMeter.record({
+      kind: 'model', seq: input.seq ?? 0, name: input.config.model, via: input.config.provider ?? 'echo',
+      status: callStatus(failure, input.cancel.aborted), start, ms: CallMeter.now() - start,
+      inputTokens: usage.prompt_tokens - before.input, outputTokens: usage.completion_tokens - before.output,
+    });
+  }
+}
+
 /** Holds each call of a tool in `approve_tools` for its approval, announcing it on the stream; null when no call waits. */
 function approvalGate(input: LoopInput): ToolGate | null {
   const { approver, config, cancel, emit } = input;
@@ -161,7 +183,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       cancel.throwIfAborted();
       steered(input.steering?.take());
       stepText.clear();
-      const calls = await streamStep(input, produced, segments, stepText, usage);
+      const calls = await (callMeter.on ? timedStep : streamStep)(input, produced, segments, stepText, usage);
       if (!stepText.empty) finalText = stepText.text();
 
       if (calls.length === 0) {
@@ -180,7 +202,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       emit('tool_start', { calls });
       const onResult = (r: ToolResult): void =>
         emit('tool_result', { call_id: r.call_id, output: r.output, duration_ms: r.duration_ms, is_error: r.is_error });
-      const results = await runTools(input.tools, calls, { agent, sender: input.sender }, cancel, onResult, redactor, gate);
+      const results = await runTools(input.tools, calls, { agent, sender: input.sender, seq: input.seq }, cancel, onResult, redactor, gate);
       emit('tools_complete', {});
       // A tool call enters the history only together with its result.
       produced.push(assistant(stepText.text(), calls));

@@ -44,6 +44,8 @@ export interface ShardInit {
   fences: SharedFencesInit | null;
   /** How long an ended run can still be read and joined (`run_retention_ms`). */
   runRetentionMs: number;
+  /** Metrics or traces are on: the shard records its calls (CallRecord) and ships them with its batches. */
+  observe: boolean;
 }
 
 /** What a thread needs to read the node's partition tokens (see SharedFences). */
@@ -287,6 +289,32 @@ export interface FrameBatch {
   turnsStarted: number[];
   /** Turns that sent their last reply, as pairs: seq, then how it ended (an index into TURN_OUTCOMES). */
   turnsEnded: number[];
+  /** What the shard's turns called since its last batch (only while `observe`); null when nothing. */
+  calls: CallRecord[] | null;
+}
+
+/**
+ * One thing a shard did for a turn, timed, for the metrics and traces (see
+ * call-meter.ts): a model call, a tool call, a turn's commit, a group
+ * commit of several turns (`commit_batch`, `size` turns), or conversations
+ * evicted from memory (`evict`, `size` of them, no duration).
+ */
+export interface CallRecord {
+  kind: 'model' | 'tool' | 'commit' | 'commit_batch' | 'evict';
+  /** The turn's seq; 0 for what belongs to no one turn. */
+  seq: number;
+  /** model: the model; tool: the tool's offered name; otherwise ''. */
+  name: string;
+  /** model: the provider (`echo` for the built-in); tool: its MCP server, '' for a harness tool; otherwise ''. */
+  via: string;
+  status: 'ok' | 'error' | 'cancelled';
+  /** Epoch milliseconds (fractional) when it began, and how long it took. */
+  start: number;
+  ms: number;
+  /** model: the tokens it read and wrote; commit_batch and evict: how many. */
+  inputTokens?: number;
+  outputTokens?: number;
+  size?: number;
 }
 
 export interface TurnFinished {

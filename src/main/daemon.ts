@@ -47,7 +47,6 @@ import type { WebhookHub } from './webhooks/webhook-hub.ts';
 import { MetricsService } from './metrics/metrics-service.ts';
 import { CallMetrics } from './metrics/call-metrics.ts';
 import { registerDaemonCounters } from './metrics/daemon-counters.ts';
-import type { CallRecord } from '../shared/threads/shard-messages.ts';
 import { TurnLedger } from './turn-ledger.ts';
 import { collectStats } from './ops/admin.ts';
 import type { DispatchContext } from './ops/op-table.ts';
@@ -235,8 +234,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const metrics = config.metrics === null ? null : new MetricsService();
   const ledger = new TurnLedger(metrics?.turns ?? null);
   const calls = metrics === null ? null : new CallMetrics(metrics.registry);
-  const onCalls = calls === null ? undefined : (records: readonly CallRecord[]): void => calls.add(records);
-  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger, onCalls });
+  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger, calls: { tallies: calls === null ? undefined : (t) => calls.add(t) } });
   // The topology first: a cluster node that cannot reach NATS fails before anything else starts.
   const topology = config.cluster === null ? new LocalTopology(pool) : await registerCluster({ config, pool, log });
   const { storage, startup } = await openStorage(config, store, writeLock, log);
@@ -334,7 +332,7 @@ function shardOutputs(config: ResolvedConfig, f: ShardFeeds): ShardOutputs {
       index, shards: config.workers, agents: f.agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
       crashToken, store: f.store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock: f.writeLock,
       harnessPort: f.harness.portForShard(), mcpPort: f.mcp.portForShard(), writerPort: f.writer?.portForShard() ?? null, fences: topology.fences,
-      runRetentionMs: config.runRetentionMs, observe: config.metrics !== null,
+      runRetentionMs: config.runRetentionMs, observe: { metrics: config.metrics !== null, spans: false },
     }),
     // A forwarded call keeps views of the bytes: it takes no `written`, so their buffer stays in main.
     deliver: (conn, frames, written) => {

@@ -1,18 +1,25 @@
 /**
  * What a shard did for its turns, for the metrics and traces: each model
- * call, tool call and commit, with its start and duration. Recorded only
- * while main wants them (`ShardInit.observe`: metrics or traces on); then
- * they ride to main in the shard's next frame batch (`calls`), never one
- * message per call. While off, recording costs a turn one boolean test.
+ * call, tool call and commit. Recorded only while main wants them
+ * (`ShardInit.observe`); while off, a recording site costs a turn one
+ * boolean test. For the metrics, calls are summed into tallies
+ * (call-tally.ts); for the traces, each call of a turn is kept with its
+ * start and duration (CallRecord). Both ride to main in the shard's next
+ * frame batch, never one message per call.
  *
  * One per worker thread (module state): every recording site reaches it
  * without the turn threading it through.
  */
+import { Tallies, SIZE_BUCKETS, bucketOf, type CallStatus, type Tally } from '../shared/threads/call-tally.ts';
 import type { CallRecord } from '../shared/threads/shard-messages.ts';
 
 export class CallMeter {
+  /** Metrics or traces are on: recording sites test this first. */
   on = false;
-  #records: CallRecord[] = [];
+  metrics = false;
+  spans = false;
+  readonly #tallies = new Tallies();
+  #spans: CallRecord[] = [];
   /** The outbox: a record schedules a batch, so nothing waits for the next turn. */
   onRecord: (() => void) | null = null;
 
@@ -21,20 +28,61 @@ export class CallMeter {
     return performance.timeOrigin + performance.now();
   }
 
-  record(r: CallRecord): void {
-    this.#records.push(r);
+  observe(what: { metrics: boolean; spans: boolean }): void {
+    this.metrics = what.metrics;
+    this.spans = what.spans;
+    this.on = what.metrics || what.spans;
+  }
+
+  model(seq: number, model: string, provider: string, status: CallStatus, start: number, ms: number, inputTokens: number, outputTokens: number): void {
+    if (this.metrics) this.#tallies.add('model', provider, model, status, ms / 1000, inputTokens, outputTokens);
+    if (this.spans) this.#spans.push({ kind: 'model', seq, name: model, via: provider, status, start, ms, inputTokens, outputTokens });
+    this.onRecord?.();
+  }
+
+  tool(seq: number, name: string, server: string, status: CallStatus, start: number, ms: number): void {
+    if (this.metrics) this.#tallies.add('tool', server, name, status, ms / 1000);
+    if (this.spans) this.#spans.push({ kind: 'tool', seq, name, via: server, status, start, ms });
+    this.onRecord?.();
+  }
+
+  /** One turn's commit, as its turn waited for it (the traces). */
+  commit(seq: number, status: CallStatus, start: number, ms: number): void {
+    if (!this.spans) return;
+    this.#spans.push({ kind: 'commit', seq, name: '', via: '', status, start, ms });
+    this.onRecord?.();
+  }
+
+  /** A group commit of `turns` turns (the metrics). */
+  commitBatch(status: CallStatus, ms: number, turns: number): void {
+    if (!this.metrics) return;
+    this.#tallies.add('commit_batch', '', '', status, ms / 1000);
+    const t = this.#tallies.get('commit_batch', '', '', status);
+    t.size += turns;
+    t.sizes![bucketOf(SIZE_BUCKETS, turns)]!++;
+    this.onRecord?.();
+  }
+
+  evicted(conversations: number): void {
+    if (!this.metrics) return;
+    this.#tallies.get('evict', '', '', 'ok').n += conversations;
     this.onRecord?.();
   }
 
   get pending(): boolean {
-    return this.#records.length > 0;
+    return this.#tallies.size > 0 || this.#spans.length > 0;
   }
 
-  /** The records since the last take, or null when there are none. */
-  take(): CallRecord[] | null {
-    if (this.#records.length === 0) return null;
-    const out = this.#records;
-    this.#records = [];
+  /** The tallies since the last take, or null when there are none. */
+  takeTallies(): Tally[] | null {
+    return this.#tallies.size === 0 ? null : this.#tallies.take();
+  }
+
+  /** The calls recorded for spans since the last take, or null when there are none. */
+  takeSpans(): CallRecord[] | null {
+    if (this.#spans.length === 0) return null;
+    const out = this.#spans;
+    this.#spans = [];
     return out;
   }
 }
@@ -42,7 +90,7 @@ export class CallMeter {
 export const callMeter = new CallMeter();
 
 /** How a call ended, from what it threw (nothing: ok). */
-export function callStatus(err: unknown, cancelled: boolean): CallRecord['status'] {
+export function callStatus(err: unknown, cancelled: boolean): CallStatus {
   if (err === undefined) return 'ok';
   return cancelled ? 'cancelled' : 'error';
 }

@@ -7,7 +7,7 @@
 import type { ActiveConversation, ActiveQuery } from '../shared/threads/shard-messages.ts';
 import { Conversation, pairKey, type ByteMeter } from './conversation.ts';
 import type { StoredConversation } from '../storage/contract.ts';
-import { CallMeter, callMeter } from './call-meter.ts';
+import { callMeter } from './call-meter.ts';
 
 export class ConversationTable {
   /** Whether conversations are stored: only then can an evicted one come back. */
@@ -125,7 +125,7 @@ export class ConversationTable {
       this.#drop(key, conv);
       evicted++;
     }
-    if (evicted > 0 && callMeter.on) callMeter.record({ kind: 'evict', seq: 0, name: '', via: '', status: 'ok', start: CallMeter.now(), ms: 0, size: evicted });
+    if (evicted > 0) callMeter.evicted(evicted);
   }
 
   #overBudget(): boolean {

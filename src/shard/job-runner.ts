@@ -237,7 +237,7 @@ export class JobRunner {
   async #commit(conv: Conversation, messages: Message[], agent: string, outcome: TurnOutcome | null, seq: number): Promise<string | null> {
     if (conv.transient || conv.deleted) return null;
     try {
-      if (this.#writer !== null) await (callMeter.on ? timedWrite(this.#writer, conv, messages, outcome, seq) : this.#writer.write(conv, messages, outcome));
+      if (this.#writer !== null) await (callMeter.spans ? timedWrite(this.#writer, conv, messages, outcome, seq) : this.#writer.write(conv, messages, outcome));
       if (!conv.deleted) conv.append(messages);
       return null;
     } catch (err) {
@@ -276,7 +276,7 @@ export class JobRunner {
   }
 }
 
-/** A turn's commit, recorded for the metrics and traces (call-meter.ts). */
+/** A turn's commit, recorded for its trace (call-meter.ts). */
 async function timedWrite(writer: TurnWriter, conv: Conversation, messages: Message[], outcome: TurnOutcome | null, seq: number): Promise<void> {
   const start = CallMeter.now();
   let status: 'ok' | 'error' = 'error';
@@ -284,6 +284,6 @@ async function timedWrite(writer: TurnWriter, conv: Conversation, messages: Mess
     await writer.write(conv, messages, outcome);
     status = 'ok';
   } finally {
-    callMeter.record({ kind: 'commit', seq, name: '', via: '', status, start, ms: CallMeter.now() - start });
+    callMeter.commit(seq, status, start, CallMeter.now() - start);
   }
 }

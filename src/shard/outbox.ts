@@ -251,7 +251,8 @@ export class Outbox implements FrameOut {
       finished: this.#finished,
       turnsStarted: this.#turnsStarted,
       turnsEnded: this.#turnsEnded,
-      calls: callMeter.take(),
+      tallies: callMeter.takeTallies(),
+      spans: callMeter.takeSpans(),
     };
     this.#turnsStarted = [];
     this.#turnsEnded = [];

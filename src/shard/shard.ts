@@ -27,7 +27,7 @@ import { callMeter } from './call-meter.ts';
 const init = workerData as ShardInit;
 const port = parentPort!;
 const log = createLogger(init.logLevel, { shard: init.index });
-callMeter.on = init.observe;
+callMeter.observe(init.observe);
 const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
 const writer = init.writerPort === null ? null : new WriterClient(init.writerPort);
 const fences = init.fences === null ? null : new SharedFences(init.fences.partitions, init.fences.buffer);

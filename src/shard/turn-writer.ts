@@ -14,7 +14,7 @@
  * as one batch when its commit returns.
  */
 import type { Message } from '../models/types.ts';
-import { CallMeter, callMeter } from './call-meter.ts';
+import { callMeter } from './call-meter.ts';
 import type { ConversationRef, ConversationStorage, TurnOutcome, TurnRecord } from '../storage/contract.ts';
 
 interface Pending extends TurnRecord {
@@ -50,10 +50,10 @@ export class TurnWriter {
     const batch = this.#pending;
     this.#pending = [];
     this.#inFlight++;
-    const began = callMeter.on ? CallMeter.now() : 0;
+    const began = callMeter.metrics ? performance.now() : 0;
     const written = this.#storage.writeTurns(batch);
     if (began > 0) {
-      const timed = (status: 'ok' | 'error') => (): void => callMeter.record({ kind: 'commit_batch', seq: 0, name: '', via: '', status, start: began, ms: CallMeter.now() - began, size: batch.length });
+      const timed = (status: 'ok' | 'error') => (): void => callMeter.commitBatch(status, performance.now() - began, batch.length);
       written.then(timed('ok'), timed('error'));
     }
     // What finished during this commit goes in the next one.

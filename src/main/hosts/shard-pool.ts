@@ -283,7 +283,8 @@ export class ShardPool {
       if (f !== undefined) f.started = true;
     }
     for (const seq of batch.turnsStarted) this.#opts.ledger.started(seq);
-    if (batch.calls !== null) this.#opts.onCalls?.(batch.calls);
+    if (batch.tallies !== null) this.#opts.calls?.tallies?.(batch.tallies);
+    if (batch.spans !== null) this.#opts.calls?.spans?.(batch.spans);
     this.#deliverSections(shard, batch, outputs);
     if (batch.agentEvents !== null) {
       outputs.agentEvents(batch.agentEventAgents, readEventList(Buffer.from(batch.agentEvents), batch.agentEventAgents.length));

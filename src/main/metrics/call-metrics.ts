@@ -1,63 +1,89 @@
 /**
- * What the shards did for their turns (call-meter.ts records it there, and
- * it rides in their frame batches): model calls by provider and status,
- * tool calls, MCP calls by server, commits and their batch sizes, and
- * conversations evicted from memory.
+ * What the shards did for their turns: model calls by provider and status,
+ * tool calls, MCP calls by server, group commits and their sizes, and
+ * conversations evicted from memory. Shards sum them into tallies and ship
+ * those in their frame batches (call-meter.ts); main adds them up here (a
+ * few additions per batch) and renders them only when scraped.
  */
-import { Counter, Histogram, type Registry } from 'prom-client';
-import type { CallRecord } from '../../shared/threads/shard-messages.ts';
+import { Counter, type Registry } from 'prom-client';
+import { SECONDS_BUCKETS, SIZE_BUCKETS, Tallies, type Tally } from '../../shared/threads/call-tally.ts';
 
-/** Seconds: a commit is a fraction of a millisecond; a model call may stream for minutes. */
-const CALL_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
-const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
+interface Series {
+  labels: Record<string, string>;
+  buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/**
+ * A histogram whose cells are kept elsewhere and read when scraped: the
+ * shape prom-client's registry renders (it takes any object with `get`).
+ */
+function pulledHistogram(registry: Registry, name: string, help: string, bounds: readonly number[], read: () => Iterable<Series>): void {
+  registry.registerMetric({
+    name,
+    get: async () => {
+      const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
+      const merged = new Map<string, Series>();
+      for (const s of read()) {
+        const key = JSON.stringify(s.labels);
+        const m = merged.get(key) ?? { labels: s.labels, buckets: new Float64Array(bounds.length + 1), sum: 0, count: 0 };
+        s.buckets.forEach((v, i) => (m.buckets[i]! += v));
+        m.sum += s.sum;
+        m.count += s.count;
+        merged.set(key, m);
+      }
+      for (const s of merged.values()) {
+        let cumulative = 0;
+        bounds.forEach((le, i) => {
+          cumulative += s.buckets[i]!;
+          values.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le }, value: cumulative });
+        });
+        values.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: s.count });
+        values.push({ metricName: `${name}_sum`, labels: s.labels, value: s.sum });
+        values.push({ metricName: `${name}_count`, labels: s.labels, value: s.count });
+      }
+      return { name, help, type: 'histogram', values, aggregator: 'sum' };
+    },
+  } as unknown as Parameters<Registry['registerMetric']>[0]);
+}
 
 export class CallMetrics {
-  readonly #providerCalls: Counter;
-  readonly #providerSeconds: Histogram;
-  readonly #tokens: Counter;
-  readonly #toolCalls: Counter;
-  readonly #toolSeconds: Histogram;
-  readonly #mcpCalls: Counter;
-  readonly #commitSeconds: Histogram;
-  readonly #commitBatch: Histogram;
-  readonly #evictions: Counter;
+  readonly #totals = new Tallies();
 
   constructor(registry: Registry) {
-    const registers = [registry];
-    this.#providerCalls = new Counter({ name: 'agentd_provider_calls_total', help: 'Model calls, by provider (echo: the built-in model), model and status (ok, error, cancelled)', labelNames: ['provider', 'model', 'status'], registers });
-    this.#providerSeconds = new Histogram({ name: 'agentd_provider_call_duration_seconds', help: 'Model calls, from request to the last streamed event, by provider', labelNames: ['provider'], buckets: CALL_BUCKETS, registers });
-    this.#tokens = new Counter({ name: 'agentd_provider_tokens_total', help: 'Tokens the providers reported, by provider and direction (input, output)', labelNames: ['provider', 'direction'], registers });
-    this.#toolCalls = new Counter({ name: 'agentd_tool_calls_total', help: 'Tool calls, by tool and status (ok, error, cancelled)', labelNames: ['tool', 'status'], registers });
-    this.#toolSeconds = new Histogram({ name: 'agentd_tool_call_duration_seconds', help: 'Tool calls, by kind (harness, mcp)', labelNames: ['kind'], buckets: CALL_BUCKETS, registers });
-    this.#mcpCalls = new Counter({ name: 'agentd_mcp_calls_total', help: 'MCP tool calls, by server and status (ok, error, cancelled)', labelNames: ['server', 'status'], registers });
-    this.#commitSeconds = new Histogram({ name: 'agentd_storage_commit_duration_seconds', help: 'Group commits of finished turns, from handing the batch to the store to its commit', buckets: CALL_BUCKETS, registers });
-    this.#commitBatch = new Histogram({ name: 'agentd_storage_commit_batch_turns', help: 'Turns per group commit', buckets: BATCH_BUCKETS, registers });
-    this.#evictions = new Counter({ name: 'agentd_conversations_evicted_total', help: 'Idle conversations evicted from memory (memory_conversations, memory_bytes); they load again from the store', registers });
+    const totals = this.#totals;
+    const of = (kind: Tally['kind']): Tally[] => [...totals.values()].filter((t) => t.kind === kind);
+    const counter = (name: string, help: string, labelNames: string[], fill: (c: Counter) => void): void => {
+      new Counter({ name, help, labelNames, registers: [registry], collect() { this.reset(); fill(this); } });
+    };
+    counter('agentd_provider_calls_total', 'Model calls, by provider (echo: the built-in model), model and status (ok, error, cancelled)', ['provider', 'model', 'status'], (c) => {
+      for (const t of of('model')) c.inc({ provider: t.via, model: t.name, status: t.status }, t.n);
+    });
+    counter('agentd_provider_tokens_total', 'Tokens the providers reported, by provider and direction (input, output)', ['provider', 'direction'], (c) => {
+      for (const t of of('model')) {
+        c.inc({ provider: t.via, direction: 'input' }, t.inputTokens);
+        c.inc({ provider: t.via, direction: 'output' }, t.outputTokens);
+      }
+    });
+    counter('agentd_tool_calls_total', 'Tool calls, by tool and status (ok, error, cancelled)', ['tool', 'status'], (c) => {
+      for (const t of of('tool')) c.inc({ tool: t.name, status: t.status }, t.n);
+    });
+    counter('agentd_mcp_calls_total', 'MCP tool calls, by server and status (ok, error, cancelled)', ['server', 'status'], (c) => {
+      for (const t of of('tool')) if (t.via !== '') c.inc({ server: t.via, status: t.status }, t.n);
+    });
+    counter('agentd_conversations_evicted_total', 'Idle conversations evicted from memory (memory_conversations, memory_bytes); they load again from the store', [], (c) => {
+      c.inc(of('evict').reduce((n, t) => n + t.n, 0));
+    });
+    const timed = (t: Tally, labels: Record<string, string>): Series => ({ labels, buckets: t.buckets, sum: t.seconds, count: t.n });
+    pulledHistogram(registry, 'agentd_provider_call_duration_seconds', 'Model calls, from request to the last streamed event, by provider', SECONDS_BUCKETS, () => of('model').map((t) => timed(t, { provider: t.via })));
+    pulledHistogram(registry, 'agentd_tool_call_duration_seconds', 'Tool calls, by kind (harness, mcp)', SECONDS_BUCKETS, () => of('tool').map((t) => timed(t, { kind: t.via === '' ? 'harness' : 'mcp' })));
+    pulledHistogram(registry, 'agentd_storage_commit_duration_seconds', 'Group commits of finished turns, from handing the batch to the store to its commit', SECONDS_BUCKETS, () => of('commit_batch').map((t) => timed(t, {})));
+    pulledHistogram(registry, 'agentd_storage_commit_batch_turns', 'Turns per group commit', SIZE_BUCKETS, () => of('commit_batch').map((t) => ({ labels: {}, buckets: t.sizes!, sum: t.size, count: t.n })));
   }
 
-  /** One batch's records. */
-  add(records: readonly CallRecord[]): void {
-    for (const r of records) {
-      switch (r.kind) {
-        case 'model':
-          this.#providerCalls.inc({ provider: r.via, model: r.name, status: r.status });
-          this.#providerSeconds.observe({ provider: r.via }, r.ms / 1000);
-          if (r.inputTokens) this.#tokens.inc({ provider: r.via, direction: 'input' }, r.inputTokens);
-          if (r.outputTokens) this.#tokens.inc({ provider: r.via, direction: 'output' }, r.outputTokens);
-          break;
-        case 'tool':
-          this.#toolCalls.inc({ tool: r.name, status: r.status });
-          this.#toolSeconds.observe({ kind: r.via === '' ? 'harness' : 'mcp' }, r.ms / 1000);
-          if (r.via !== '') this.#mcpCalls.inc({ server: r.via, status: r.status });
-          break;
-        case 'commit_batch':
-          this.#commitSeconds.observe(r.ms / 1000);
-          this.#commitBatch.observe(r.size ?? 1);
-          break;
-        case 'evict':
-          this.#evictions.inc(r.size ?? 1);
-          break;
-      }
-    }
+  /** What one shard batch shipped. */
+  add(tallies: readonly Tally[]): void {
+    for (const t of tallies) this.#totals.merge(t);
   }
 }

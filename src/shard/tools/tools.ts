@@ -105,9 +105,5 @@ export async function runTools(
 
 /** A finished call, for the metrics and traces (call-meter.ts). */
 function recordTool(tools: ToolSet, r: ToolResult, seq: number, cancelled: boolean): void {
-  const end = CallMeter.now();
-  callMeter.record({
-    kind: 'tool', seq, name: r.name, via: tools.get(r.name)?.mcpServer ?? '',
-    status: cancelled ? 'cancelled' : r.is_error ? 'error' : 'ok', start: end - r.duration_ms, ms: r.duration_ms,
-  });
+  callMeter.tool(seq, r.name, tools.get(r.name)?.mcpServer ?? '', cancelled ? 'cancelled' : r.is_error ? 'error' : 'ok', CallMeter.now() - r.duration_ms, r.duration_ms);
 }

@@ -126,11 +126,10 @@ async function timedStep(input: LoopInput, produced: readonly Message[], segment
     failure = err ?? new Error('failed');
     throw err;
   } finally {
-    callMeter.record({
-      kind: 'model', seq: input.seq ?? 0, name: input.config.model, via: input.config.provider ?? 'echo',
-      status: callStatus(failure, input.cancel.aborted), start, ms: CallMeter.now() - start,
-      inputTokens: usage.prompt_tokens - before.input, outputTokens: usage.completion_tokens - before.output,
-    });
+    callMeter.model(
+      input.seq ?? 0, input.config.model, input.config.provider ?? 'echo', callStatus(failure, input.cancel.aborted), start, CallMeter.now() - start,
+      usage.prompt_tokens - before.input, usage.completion_tokens - before.output,
+    );
   }
 }
 

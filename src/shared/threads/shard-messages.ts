@@ -9,6 +9,7 @@ import { StopReason, type OnBusy, type ToolChoice } from '../protocol.ts';
 import type { ActiveConversation } from '../wire/ops.ts';
 import type { StoreLocation } from '../store-location.ts';
 import type { RunInfo, RunStatus } from '../wire/runs.ts';
+import type { CallStatus, Tally } from './call-tally.ts';
 
 /** What a shard receives when it starts (workerData). */
 export interface ShardInit {
@@ -44,8 +45,8 @@ export interface ShardInit {
   fences: SharedFencesInit | null;
   /** How long an ended run can still be read and joined (`run_retention_ms`). */
   runRetentionMs: number;
-  /** Metrics or traces are on: the shard records its calls (CallRecord) and ships them with its batches. */
-  observe: boolean;
+  /** What the shard records of its turns' calls and ships with its batches (call-meter.ts): tallies for the metrics, timed calls for the traces. */
+  observe: { metrics: boolean; spans: boolean };
 }
 
 /** What a thread needs to read the node's partition tokens (see SharedFences). */
@@ -289,32 +290,28 @@ export interface FrameBatch {
   turnsStarted: number[];
   /** Turns that sent their last reply, as pairs: seq, then how it ended (an index into TURN_OUTCOMES). */
   turnsEnded: number[];
-  /** What the shard's turns called since its last batch (only while `observe`); null when nothing. */
-  calls: CallRecord[] | null;
+  /** The shard's tallies of calls since its last batch (while `observe.metrics`); null when nothing. */
+  tallies: Tally[] | null;
+  /** Its turns' timed calls since its last batch (while `observe.spans`); null when nothing. */
+  spans: CallRecord[] | null;
 }
 
-/**
- * One thing a shard did for a turn, timed, for the metrics and traces (see
- * call-meter.ts): a model call, a tool call, a turn's commit, a group
- * commit of several turns (`commit_batch`, `size` turns), or conversations
- * evicted from memory (`evict`, `size` of them, no duration).
- */
+/** One call a shard made for a turn, timed, for the traces (see call-meter.ts): a model call, a tool call, the turn's commit. */
 export interface CallRecord {
-  kind: 'model' | 'tool' | 'commit' | 'commit_batch' | 'evict';
-  /** The turn's seq; 0 for what belongs to no one turn. */
+  kind: 'model' | 'tool' | 'commit';
+  /** The turn's seq. */
   seq: number;
-  /** model: the model; tool: the tool's offered name; otherwise ''. */
+  /** model: the model; tool: the tool's offered name; commit: ''. */
   name: string;
-  /** model: the provider (`echo` for the built-in); tool: its MCP server, '' for a harness tool; otherwise ''. */
+  /** model: the provider (`echo` for the built-in); tool: its MCP server, '' for a harness tool; commit: ''. */
   via: string;
-  status: 'ok' | 'error' | 'cancelled';
+  status: CallStatus;
   /** Epoch milliseconds (fractional) when it began, and how long it took. */
   start: number;
   ms: number;
-  /** model: the tokens it read and wrote; commit_batch and evict: how many. */
+  /** model: the tokens it read and wrote. */
   inputTokens?: number;
   outputTokens?: number;
-  size?: number;
 }
 
 export interface TurnFinished {

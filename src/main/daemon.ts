@@ -47,7 +47,8 @@ import type { WebhookHub } from './webhooks/webhook-hub.ts';
 import { MetricsService } from './metrics/metrics-service.ts';
 import { CallMetrics } from './metrics/call-metrics.ts';
 import { registerDaemonCounters } from './metrics/daemon-counters.ts';
-import { TurnLedger } from './turn-ledger.ts';
+import { bothSinks, startTracing, tracing, type Tracing } from './traces/tracing.ts';
+import { TurnLedger, type OpenTurn } from './turn-ledger.ts';
 import { collectStats } from './ops/admin.ts';
 import type { DispatchContext } from './ops/op-table.ts';
 
@@ -212,6 +213,7 @@ export class Daemon implements ConnectionHost {
     await this.#parts.writer?.close();
     await this.#parts.mcp.close();
     await this.#parts.storage?.close();
+    await tracing.now?.shutdown().catch((err: unknown) => this.#parts.log.warn({ err: String(err) }, 'exporting the last traces failed'));
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
   }
 }
@@ -232,9 +234,13 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const writeLock = createWriteLockBuffer();
   // Metrics cost nothing while off: no meter on the ledger, no registry.
   const metrics = config.metrics === null ? null : new MetricsService();
-  const ledger = new TurnLedger(metrics?.turns ?? null);
+  const traces: Tracing | null = config.otlp === null ? null : await startTracing(config.otlp, config.cluster?.node ?? null, (seq: number): OpenTurn | undefined => ledger.get(seq), log);
+  const ledger: TurnLedger = new TurnLedger(bothSinks(metrics?.turns ?? null, traces));
   const calls = metrics === null ? null : new CallMetrics(metrics.registry);
-  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger, calls: { tallies: calls === null ? undefined : (t) => calls.add(t) } });
+  const pool = new ShardPool({
+    count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger,
+    calls: { tallies: calls === null ? undefined : (t) => calls.add(t), spans: traces === null ? undefined : (r) => traces.spans(r) },
+  });
   // The topology first: a cluster node that cannot reach NATS fails before anything else starts.
   const topology = config.cluster === null ? new LocalTopology(pool) : await registerCluster({ config, pool, log });
   const { storage, startup } = await openStorage(config, store, writeLock, log);
@@ -332,7 +338,7 @@ function shardOutputs(config: ResolvedConfig, f: ShardFeeds): ShardOutputs {
       index, shards: config.workers, agents: f.agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
       crashToken, store: f.store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock: f.writeLock,
       harnessPort: f.harness.portForShard(), mcpPort: f.mcp.portForShard(), writerPort: f.writer?.portForShard() ?? null, fences: topology.fences,
-      runRetentionMs: config.runRetentionMs, observe: { metrics: config.metrics !== null, spans: false },
+      runRetentionMs: config.runRetentionMs, observe: { metrics: config.metrics !== null, spans: config.otlp !== null },
     }),
     // A forwarded call keeps views of the bytes: it takes no `written`, so their buffer stays in main.
     deliver: (conn, frames, written) => {

@@ -199,6 +199,8 @@ export interface ResolvedConfig {
   webhookHosts: readonly string[];
   /** The Prometheus metrics listener; null: off. Off loopback it asks for the token. */
   metrics: TcpAddress | null;
+  /** Where traces go (an OTLP/HTTP traces endpoint URL); null: off, and no tracing code is loaded. */
+  otlp: string | null;
 }
 
 export const DEFAULTS = {

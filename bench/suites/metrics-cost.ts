@@ -1,7 +1,8 @@
 /**
- * What the metrics cost a turn: the same stored one-word echo turns
- * (8 connections × 8 in flight) on fresh daemons with the metrics off and
- * on, in alternating rounds, reporting each one's CPU per turn (all threads,
+ * What the metrics (and the traces) cost a turn: the same stored one-word
+ * echo turns (8 connections × 8 in flight) on fresh daemons with both off,
+ * the metrics on, and the traces on (exporting to a local sink), in
+ * alternating rounds, reporting each one's CPU per turn (all threads,
  * /proc, over the measured window) and the ratio on/off. An echo turn is the
  * cheapest there is, so this is the metrics' largest share of a turn; a turn
  * calling a real model costs the same counting and far more CPU besides.
@@ -9,6 +10,8 @@
  * counted the turns it ran.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { frameClient } from '../lib/clients.ts';
 import { turnBody, type BenchContext } from '../lib/context.ts';
@@ -24,10 +27,19 @@ interface Arm {
   config: Record<string, unknown>;
 }
 
-const ARMS: Arm[] = [
-  { name: 'off', config: {} },
-  { name: 'metrics on', config: { metrics: '127.0.0.1:0' } },
-];
+/** Where the "traces on" daemon exports: a local HTTP server that takes each export and discards it. */
+const SINK = createServer((req, res) => {
+  req.resume();
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+});
+
+function arms(sinkUrl: string): Arm[] {
+  return [
+    { name: 'off', config: {} },
+    { name: 'metrics on', config: { metrics: '127.0.0.1:0' } },
+    { name: 'traces on', config: { otlp: sinkUrl } },
+  ];
+}
 
 interface Sample {
   cpuUs: number;
@@ -62,10 +74,20 @@ async function checkCounted(socket: string, turns: number): Promise<void> {
 }
 
 export async function run(ctx: BenchContext): Promise<void> {
+  await new Promise<void>((r) => SINK.listen(0, '127.0.0.1', r));
+  const ARMS = arms(`http://127.0.0.1:${(SINK.address() as AddressInfo).port}/v1/traces`);
+  try {
+    await measureArms(ctx, ARMS);
+  } finally {
+    SINK.close();
+  }
+}
+
+async function measureArms(ctx: BenchContext, ARMS: Arm[]): Promise<void> {
   const samples = new Map<string, Sample[]>(ARMS.map((a) => [a.name, []]));
   for (let round = 0; round < ctx.report.rounds; round++) {
-    // Alternate which goes first, so drift in the machine's load falls on every arm.
-    const order = round % 2 === 0 ? ARMS : [...ARMS].reverse();
+    // Rotate which goes first, so drift in the machine's load falls on every arm.
+    const order = ARMS.map((_, i) => ARMS[(i + round) % ARMS.length]!);
     for (const arm of order) samples.get(arm.name)!.push(await drive(ctx, arm));
     Report.progress(`metrics: round ${round + 1}/${ctx.report.rounds}`);
   }

@@ -278,7 +278,7 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   };
   const dispatch = createDispatch(dispatchContext, limitLog);
   if (metrics !== null) registerDaemonCounters(metrics.registry, () => connections.values());
-  metrics?.attach({ stats: () => collectStats(dispatchContext), turns: () => ledger.perShard(config.workers), walPath: store?.kind === 'sqlite' ? `${store.path}-wal` : null });
+  metrics?.attach({ gather: () => pool.collectTallies(), stats: () => collectStats(dispatchContext), turns: () => ledger.perShard(config.workers), walPath: store?.kind === 'sqlite' ? `${store.path}-wal` : null });
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = topology.entry(dispatch);
   const harness = new HarnessHost(entry, agents);

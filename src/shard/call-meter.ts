@@ -3,9 +3,10 @@
  * call, tool call and commit. Recorded only while main wants them
  * (`ShardInit.observe`); while off, a recording site costs a turn one
  * boolean test. For the metrics, calls are summed into tallies
- * (call-tally.ts); for the traces, each call of a turn is kept with its
- * start and duration (CallRecord). Both ride to main in the shard's next
- * frame batch, never one message per call.
+ * (call-tally.ts), which go to main only when it asks (a scrape: a
+ * TalliesQuery), in the batch that answers. For the traces, each call of a
+ * turn is kept with its start and duration (CallRecord) and rides to main
+ * in the shard's next frame batch. Never one message per call.
  *
  * One per worker thread (module state): every recording site reaches it
  * without the turn threading it through.
@@ -19,8 +20,10 @@ export class CallMeter {
   metrics = false;
   spans = false;
   readonly #tallies = new Tallies();
+  /** Main asked for the tallies (a scrape): the next batch carries them. */
+  talliesAsked = false;
   #spans: CallRecord[] = [];
-  /** The outbox: a record schedules a batch, so nothing waits for the next turn. */
+  /** The outbox: a timed call schedules a batch, so nothing waits for the next turn. */
   onRecord: (() => void) | null = null;
 
   /** Epoch milliseconds now, to the microsecond (spans need wall-clock times). */
@@ -36,20 +39,21 @@ export class CallMeter {
 
   model(seq: number, model: string, provider: string, status: CallStatus, start: number, ms: number, inputTokens: number, outputTokens: number): void {
     if (this.metrics) this.#tallies.add('model', provider, model, status, ms / 1000, inputTokens, outputTokens);
-    if (this.spans) this.#spans.push({ kind: 'model', seq, name: model, via: provider, status, start, ms, inputTokens, outputTokens });
-    this.onRecord?.();
+    if (this.spans) this.#span({ kind: 'model', seq, name: model, via: provider, status, start, ms, inputTokens, outputTokens });
   }
 
   tool(seq: number, name: string, server: string, status: CallStatus, start: number, ms: number): void {
     if (this.metrics) this.#tallies.add('tool', server, name, status, ms / 1000);
-    if (this.spans) this.#spans.push({ kind: 'tool', seq, name, via: server, status, start, ms });
-    this.onRecord?.();
+    if (this.spans) this.#span({ kind: 'tool', seq, name, via: server, status, start, ms });
   }
 
   /** One turn's commit, as its turn waited for it (the traces). */
   commit(seq: number, status: CallStatus, start: number, ms: number): void {
-    if (!this.spans) return;
-    this.#spans.push({ kind: 'commit', seq, name: '', via: '', status, start, ms });
+    if (this.spans) this.#span({ kind: 'commit', seq, name: '', via: '', status, start, ms });
+  }
+
+  #span(r: CallRecord): void {
+    this.#spans.push(r);
     this.onRecord?.();
   }
 
@@ -60,22 +64,23 @@ export class CallMeter {
     const t = this.#tallies.get('commit_batch', '', '', status);
     t.size += turns;
     t.sizes![bucketOf(SIZE_BUCKETS, turns)]!++;
-    this.onRecord?.();
   }
 
   evicted(conversations: number): void {
     if (!this.metrics) return;
     this.#tallies.get('evict', '', '', 'ok').n += conversations;
-    this.onRecord?.();
   }
 
+  /** Timed calls wait to be shipped (tallies wait for main to ask). */
   get pending(): boolean {
-    return this.#tallies.size > 0 || this.#spans.length > 0;
+    return this.#spans.length > 0;
   }
 
-  /** The tallies since the last take, or null when there are none. */
+  /** The tallies since the last take, when main asked for them (else null, and they keep summing). */
   takeTallies(): Tally[] | null {
-    return this.#tallies.size === 0 ? null : this.#tallies.take();
+    if (!this.talliesAsked) return null;
+    this.talliesAsked = false;
+    return this.#tallies.take();
   }
 
   /** The calls recorded for spans since the last take, or null when there are none. */

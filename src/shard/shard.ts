@@ -44,7 +44,7 @@ const scheduler = new TurnScheduler({
   harness: new Harness(init.harnessPort, init.home, init.providers, new McpTools(init.mcpPort)),
 });
 
-/** Main's messages, in order, a slice per event-loop turn (Inbox); `active_query` answered on arrival. */
+/** Main's messages, in order, a slice per event-loop turn (Inbox); `active_query` and `tallies_query` answered on arrival. */
 const inbox = new Inbox<ToShard>(
   (msg) => {
     if (msg.type === 'turn') decodeTurnContent(msg); // a big content arrives as bytes main left undecoded
@@ -54,7 +54,7 @@ const inbox = new Inbox<ToShard>(
     }
     scheduler.handle(msg);
   },
-  (msg) => msg.type === 'active_query',
+  (msg) => msg.type === 'active_query' || msg.type === 'tallies_query',
 );
 
 startHeartbeat(init.heartbeat, init.heartbeatMs);

@@ -177,6 +177,11 @@ export class ShardPool {
     return (await this.#askAll((id) => ({ type: 'active_query', id, agent, sender }), QUERY_TIMEOUT_MS)).flat();
   }
 
+  /** The metrics are scraped: every shard ships its call tallies (to `calls.tallies`); resolves once all have. */
+  async collectTallies(): Promise<void> {
+    await this.#askAll((id) => ({ type: 'tallies_query', id }), QUERY_TIMEOUT_MS);
+  }
+
   /** Has every shard cancel and forget a deleted agent's conversations; resolves once all have. */
   async purgeAgent(agent: string): Promise<void> {
     await this.#askAll((id) => ({ type: 'purge_agent', id, agent }), PURGE_TIMEOUT_MS);

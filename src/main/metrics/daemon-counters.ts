@@ -36,7 +36,7 @@ export function registerDaemonCounters(registry: Registry, connections: () => It
   byDirection('agentd_received_bytes_total', 'Bytes read from clients, by listener', 'in');
   byDirection('agentd_sent_bytes_total', 'Bytes written to clients, by listener', 'out');
   const search = new Histogram({ name: 'agentd_search_duration_seconds', help: 'Session searches (search_sessions), from arrival to answer', buckets: SECONDS_BUCKETS, registers: [registry] });
-  const forwarded = new Counter({ name: 'agentd_cluster_forwarded_calls_total', help: 'Requests this node forwarded to the node serving their partition (cluster mode), by status (ok; unserved: no node took it; lost: its owner went away mid-call)', labelNames: ['status'], registers: [registry] });
+  const forwarded = new Counter({ name: 'agentd_cluster_forwarded_calls_total', help: 'Requests this node forwarded to the node serving their partition (cluster mode), by status (ok; unserved: no node took it; lost: its owner went away mid-call; cancelled: its client left)', labelNames: ['status'], registers: [registry] });
   const forwardSeconds = new Histogram({ name: 'agentd_cluster_forward_duration_seconds', help: 'Forwarded requests, from sent to their last reply (cluster mode)', buckets: SECONDS_BUCKETS, registers: [registry] });
   mainMeter.timings = {
     search: (s) => search.observe(s),

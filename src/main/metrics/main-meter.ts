@@ -12,7 +12,7 @@ export interface Timings {
   forwarded(status: ForwardStatus, seconds: number): void;
 }
 
-export type ForwardStatus = 'ok' | 'unserved' | 'lost';
+export type ForwardStatus = 'ok' | 'unserved' | 'lost' | 'cancelled';
 
 export const mainMeter = {
   busPublishes: 0,

@@ -39,3 +39,14 @@ export const tracing = {
    */
   remoteParent: null as string | null,
 };
+
+/** Runs `fn` with `traceparent` as the parent of any turn it opens (a forwarded call's turn). */
+export function withRemoteParent<T>(traceparent: string | null, fn: () => T): T {
+  if (traceparent === null) return fn();
+  tracing.remoteParent = traceparent;
+  try {
+    return fn();
+  } finally {
+    tracing.remoteParent = null;
+  }
+}

@@ -12,10 +12,10 @@
  */
 import type { Logger } from '../../shared/log.ts';
 import type { OpenTurn, TurnMeterSink } from '../turn-ledger.ts';
-import { tracing, type ForwardEnd, type Tracing } from './tracing-state.ts';
+import { tracing, withRemoteParent, type ForwardEnd, type Tracing } from './tracing-state.ts';
 
 export type { ForwardEnd, Tracing };
-export { tracing };
+export { tracing, withRemoteParent };
 
 /** Loads the SDK and starts exporting to `endpoint` (an OTLP/HTTP traces URL). */
 export async function startTracing(endpoint: string, node: string | null, openTurn: (seq: number) => OpenTurn | undefined, log: Logger): Promise<Tracing> {
@@ -23,17 +23,6 @@ export async function startTracing(endpoint: string, node: string | null, openTu
   const t = new OtelTracing(endpoint, node, openTurn, log);
   tracing.now = t;
   return t;
-}
-
-/** Runs `fn` with `traceparent` as the parent of any turn it opens (a forwarded call's turn). */
-export function withRemoteParent<T>(traceparent: string | null, fn: () => T): T {
-  if (traceparent === null) return fn();
-  tracing.remoteParent = traceparent;
-  try {
-    return fn();
-  } finally {
-    tracing.remoteParent = null;
-  }
 }
 
 /** One sink from the metrics' and the traces' (either may be off). */

@@ -178,6 +178,16 @@ export interface ActiveQuery {
   sender: string | null;
 }
 
+/**
+ * The metrics are scraped: ship the call tallies summed since the last
+ * query (in the batch that answers it, an ActiveAnswer of the same id with
+ * no conversations). Tallies travel only then, never per turn.
+ */
+export interface TalliesQuery {
+  type: 'tallies_query';
+  id: number;
+}
+
 /** Cancel and forget every conversation of a deleted agent; `id` comes back in `purged` once its running turns have ended. */
 export interface PurgeAgent {
   type: 'purge_agent';
@@ -250,7 +260,7 @@ export interface StopRequest {
   type: 'stop';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery | SteerRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | TalliesQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery | SteerRequest;
 
 export type { ActiveConversation };
 
@@ -290,7 +300,7 @@ export interface FrameBatch {
   turnsStarted: number[];
   /** Turns that sent their last reply, as pairs: seq, then how it ended (an index into TURN_OUTCOMES). */
   turnsEnded: number[];
-  /** The shard's tallies of calls since its last batch (while `observe.metrics`); null when nothing. */
+  /** The shard's tallies of calls since the last TalliesQuery, in the batch that answers the next one; null otherwise. */
   tallies: Tally[] | null;
   /** Its turns' timed calls since its last batch (while `observe.spans`); null when nothing. */
   spans: CallRecord[] | null;

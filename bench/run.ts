@@ -37,6 +37,7 @@ import * as mcp from './suites/mcp.ts';
 import * as cluster from './suites/cluster.ts';
 import * as designFloor from './suites/design-floor.ts';
 import * as http from './suites/http.ts';
+import * as metricsCost from './suites/metrics-cost.ts';
 
 const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   micro: micro.run,
@@ -54,6 +55,7 @@ const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   cluster: cluster.run,
   floor: designFloor.run,
   http: http.run,
+  metrics: metricsCost.run,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, suite: { type: 'string' }, workers: { type: 'string' }, baseline: { type: 'string' } } });

@@ -18,11 +18,17 @@
  * wait and its `write` answers false until `drain`. The entry node may
  * cancel the call on the control subject. Every message is in messages.ts.
  */
-import { createInbox, RequestError, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { createInbox, headers, RequestError, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { Logger } from '../shared/log.ts';
 import { PieceJoiner, piecesOf, type Piece } from './chunks.ts';
 import { decodeMessage, encodeMessage, type Message } from './messages.ts';
 import { OwnerCall, type ForwardReply } from './owner-call.ts';
+import { mainMeter, type ForwardStatus } from '../main/metrics/main-meter.ts';
+import { tracing, withRemoteParent, type ForwardEnd } from '../main/traces/tracing-state.ts';
+
+/** The NATS header a forwarded call's trace context travels in (W3C trace context). */
+const TRACEPARENT = 'traceparent';
+type ForwardSpan = { traceparent: string; end(how: ForwardEnd): void };
 
 /** Pieces a call may have unacknowledged when the entry node's side names no window. */
 export const DEFAULT_WINDOW = 64;
@@ -61,7 +67,9 @@ export class ForwardServer {
   /** Takes requests for `partition` from now on. */
   serve(partition: number): void {
     if (this.#subs.has(partition)) return;
-    this.#subs.set(partition, this.#nc.subscribe(partitionSubject(this.#prefix, partition), { callback: (err, msg) => (err === null ? this.#accept(partition, msg.data, (b) => msg.respond(b)) : undefined) }));
+    this.#subs.set(partition, this.#nc.subscribe(partitionSubject(this.#prefix, partition), {
+      callback: (err, msg) => (err === null ? this.#accept(partition, msg.data, (b) => msg.respond(b), msg.headers?.get(TRACEPARENT) || null) : undefined),
+    }));
   }
 
   /** Takes no new request for `partition` (calls under way run on; the store's fence refuses their writes once it moved). */
@@ -89,7 +97,7 @@ export class ForwardServer {
     return n;
   }
 
-  #accept(partition: number, data: Uint8Array, respond: (answer: Uint8Array) => void): void {
+  #accept(partition: number, data: Uint8Array, respond: (answer: Uint8Array) => void, traceparent: string | null): void {
     let request: Message<'call'>;
     try {
       request = decodeMessage(data, 'call');
@@ -99,9 +107,12 @@ export class ForwardServer {
     if (!this.#subs.has(partition)) return void respond(encodeMessage({ t: 'refuse', reason: `node ${this.#node} no longer serves partition ${partition}` }));
     const calls = this.#calls.get(request.node) ?? new Set<OwnerCall>();
     this.#calls.set(request.node, calls);
+    // Traces: the call's span here is a child of the sender's, and the turn it runs a child of this one.
+    const span = tracing.now?.forwardServed(partition, request.node, traceparent) ?? null;
     const call = new OwnerCall(this.#nc, request, {
-      run: (body) => this.#run(partition, body, call),
+      run: (body) => withRemoteParent(span?.traceparent ?? null, () => this.#run(partition, body, call)),
       forget: () => {
+        span?.end('ok');
         calls.delete(call);
         if (calls.size === 0 && this.#calls.get(request.node) === calls) this.#calls.delete(request.node);
       },
@@ -164,9 +175,12 @@ export class ForwardClient {
   }
 
   call(partition: number, body: Uint8Array, handlers: ForwardHandlers): ForwardCall {
-    const c = new Call(this.#nc, this.#window, handlers, () => this.#calls.delete(c));
+    const span = tracing.now?.forwardSent(partition, () => c.owner) ?? null;
+    const watched = mainMeter.timings === null && span === null ? null : timed(handlers, span);
+    const c: Call = new Call(this.#nc, this.#window, watched?.handlers ?? handlers, () => this.#calls.delete(c));
+    c.onCancel = watched?.cancelled ?? null;
     this.#calls.add(c);
-    c.begin(partitionSubject(this.#prefix, partition), partition, this.#node, body);
+    c.begin(partitionSubject(this.#prefix, partition), partition, this.#node, body, span?.traceparent ?? null);
     return c;
   }
 
@@ -181,9 +195,39 @@ export class ForwardClient {
   }
 }
 
+/**
+ * Handlers that count the call's end and its time (the metrics) and end its
+ * span (the traces); a cancelled call ends with neither end nor fail, so
+ * Call.cancel calls `cancelled`.
+ */
+function timed(h: ForwardHandlers, span: ForwardSpan | null): { handlers: ForwardHandlers; cancelled(): void } {
+  const began = performance.now();
+  let counted = false;
+  const count = (status: ForwardStatus): void => {
+    if (counted) return;
+    counted = true;
+    mainMeter.timings?.forwarded(status, (performance.now() - began) / 1000);
+    span?.end(status);
+  };
+  const handlers: ForwardHandlers = {
+    frame: (bytes) => h.frame(bytes),
+    end: () => {
+      count('ok');
+      h.end();
+    },
+    fail: (err) => {
+      count(err.reason);
+      h.fail(err);
+    },
+  };
+  return { handlers, cancelled: () => count('cancelled') };
+}
+
 /** One call at its entry node: the request's pieces out, the replies' pieces in, acknowledged as its consumer takes them. */
 class Call implements ForwardCall {
   owner: string | null = null;
+  /** Counts and ends the call's span when the client cancels it (the metrics, the traces). */
+  onCancel: (() => void) | null = null;
   readonly #nc: NatsConnection;
   readonly #window: number;
   readonly #h: ForwardHandlers;
@@ -205,11 +249,13 @@ class Call implements ForwardCall {
     this.#done = done;
   }
 
-  begin(subject: string, partition: number, node: string, body: Uint8Array): void {
+  begin(subject: string, partition: number, node: string, body: Uint8Array, traceparent: string | null): void {
     const inbox = createInbox();
     this.#inbox = this.#nc.subscribe(inbox, { callback: (err, msg) => (err === null ? this.#onMessage(msg.data) : undefined) });
     const [first, ...rest] = piecesOf(body);
-    this.#nc.request(subject, encodeMessage({ t: 'call', window: this.#window, inbox, node, ...first! }), { timeout: ACCEPT_TIMEOUT_MS }).then(
+    const h = traceparent === null ? undefined : headers();
+    h?.set(TRACEPARENT, traceparent!);
+    this.#nc.request(subject, encodeMessage({ t: 'call', window: this.#window, inbox, node, ...first! }), { timeout: ACCEPT_TIMEOUT_MS, ...(h === undefined ? {} : { headers: h }) }).then(
       (msg) => this.#answered(msg.data, rest),
       (err: unknown) => {
         // No subscriber: no node took the call, so it may be sent again. A timeout is not that: a slow owner may have taken it.
@@ -283,6 +329,7 @@ class Call implements ForwardCall {
     if (this.#over) return;
     if (this.#control !== null) this.#nc.publish(this.#control, encodeMessage({ t: 'cancel' }));
     this.#finish();
+    this.onCancel?.();
   }
 
   fail(err: ForwardError): void {

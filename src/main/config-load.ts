@@ -84,6 +84,7 @@ export function resolveConfig(flags: StartFlags, env: NodeJS.ProcessEnv = proces
     tcpInsecure: flags.tcpInsecure === true || file.tcp_insecure === true,
     metrics: parseTcp(flags.metrics ?? file.metrics ?? 'off', flags.metrics !== undefined ? '--metrics' : configFile ?? 'config', flags.metrics !== undefined ? 'value' : 'metrics'),
     http: parseTcp(flags.http ?? file.http ?? 'off', flags.http !== undefined ? '--http' : configFile ?? 'config', flags.http !== undefined ? 'value' : 'http'),
+    otlp: file.otlp === undefined || file.otlp === 'off' ? null : file.otlp,
     authTimeoutMs: file.auth_timeout_ms ?? DEFAULTS.authTimeoutMs,
     maxConnections: file.max_connections ?? DEFAULTS.maxConnections,
     workers,

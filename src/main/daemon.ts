@@ -45,7 +45,10 @@ import type { ScheduleEngine } from './schedules/schedule-engine.ts';
 import { startWebhooks } from './webhooks/start.ts';
 import type { WebhookHub } from './webhooks/webhook-hub.ts';
 import { MetricsService } from './metrics/metrics-service.ts';
-import { TurnLedger } from './turn-ledger.ts';
+import { CallMetrics } from './metrics/call-metrics.ts';
+import { registerDaemonCounters } from './metrics/daemon-counters.ts';
+import { bothSinks, startTracing, tracing, type Tracing } from './traces/tracing.ts';
+import { TurnLedger, type OpenTurn } from './turn-ledger.ts';
 import { collectStats } from './ops/admin.ts';
 import type { DispatchContext } from './ops/op-table.ts';
 import { authenticator, TokenService } from './auth/token-service.ts';
@@ -233,6 +236,7 @@ export class Daemon implements ConnectionHost, RequesterHost {
     await this.#parts.writer?.close();
     await this.#parts.mcp.close();
     await this.#parts.storage?.close();
+    await tracing.now?.shutdown().catch((err: unknown) => this.#parts.log.warn({ err: String(err) }, 'exporting the last traces failed'));
     for (const f of this.#ownedFiles) rmSync(f, { force: true });
   }
 }
@@ -253,8 +257,13 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const writeLock = createWriteLockBuffer();
   // Metrics cost nothing while off: no meter on the ledger, no registry.
   const metrics = config.metrics === null ? null : new MetricsService();
-  const ledger = new TurnLedger(metrics?.turns ?? null);
-  const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger });
+  const traces: Tracing | null = config.otlp === null ? null : await startTracing(config.otlp, config.cluster?.node ?? null, (seq: number): OpenTurn | undefined => ledger.get(seq), log);
+  const ledger: TurnLedger = new TurnLedger(bothSinks(metrics?.turns ?? null, traces));
+  const calls = metrics === null ? null : new CallMetrics(metrics.registry);
+  const pool = new ShardPool({
+    count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger,
+    calls: { tallies: calls === null ? undefined : (t) => calls.add(t), spans: traces === null ? undefined : (r) => traces.spans(r) },
+  });
   // The topology first: a cluster node that cannot reach NATS fails before anything else starts.
   const topology = config.cluster === null ? new LocalTopology(pool) : await registerCluster({ config, pool, log });
   const { storage, startup } = await openStorage(config, store, writeLock, log);
@@ -295,7 +304,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     tokens,
   };
   const dispatch = createDispatch(dispatchContext, limitLog);
-  metrics?.attach({ stats: () => collectStats(dispatchContext), turns: () => ledger.perShard(config.workers), walPath: store?.kind === 'sqlite' ? `${store.path}-wal` : null });
+  if (metrics !== null) registerDaemonCounters(metrics.registry, () => connections.values());
+  metrics?.attach({ gather: () => pool.collectTallies(), stats: () => collectStats(dispatchContext), turns: () => ledger.perShard(config.workers), walPath: store?.kind === 'sqlite' ? `${store.path}-wal` : null });
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = guardedDispatch(topology.entry(dispatch));
   const harness = new HarnessHost(entry, agents);
@@ -357,7 +367,7 @@ function shardOutputs(config: ResolvedConfig, f: ShardFeeds): ShardOutputs {
       index, shards: config.workers, agents: f.agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
       crashToken, store: f.store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock: f.writeLock,
       harnessPort: f.harness.portForShard(), mcpPort: f.mcp.portForShard(), writerPort: f.writer?.portForShard() ?? null, fences: topology.fences,
-      runRetentionMs: config.runRetentionMs,
+      runRetentionMs: config.runRetentionMs, observe: { metrics: config.metrics !== null, spans: config.otlp !== null },
     }),
     // A forwarded call keeps views of the bytes: it takes no `written`, so their buffer stays in main.
     deliver: (conn, frames, written) => {

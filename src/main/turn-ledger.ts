@@ -7,6 +7,7 @@
  */
 import { StopReason, type Stored } from '../shared/protocol.ts';
 import { outcomeCode, type TurnRequest } from '../shared/threads/shard-messages.ts';
+import { tracing } from './traces/tracing-state.ts';
 
 export interface OpenTurn {
   seq: number;
@@ -17,6 +18,8 @@ export interface OpenTurn {
   /** performance.now() when main routed it, and when the shard said it started (0 until then), for the metrics. */
   openedAt: number;
   startedAt: number;
+  /** Traces: the W3C traceparent of the turn's parent span (a forwarded call's, from another node); absent for a root. */
+  traceparent?: string;
 }
 
 /** Told of every turn as it ends (the metrics): how it ended is an index into TURN_OUTCOMES. */
@@ -64,8 +67,15 @@ export class TurnLedger {
     while (this.#open.has(seq));
     this.#lastSeq = seq;
     req.seq = seq;
-    this.#open.set(seq, { seq, shard, req, started: false, openedAt: performance.now(), startedAt: 0 });
+    const t: OpenTurn = { seq, shard, req, started: false, openedAt: performance.now(), startedAt: 0 };
+    if (tracing.remoteParent !== null) t.traceparent = tracing.remoteParent;
+    this.#open.set(seq, t);
     if (!req.ephemeral) this.#adjust(req, 1);
+  }
+
+  /** The open turn `seq`, if it is open. */
+  get(seq: number): OpenTurn | undefined {
+    return this.#open.get(seq);
   }
 
   started(seq: number): void {

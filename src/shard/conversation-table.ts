@@ -7,6 +7,7 @@
 import type { ActiveConversation, ActiveQuery } from '../shared/threads/shard-messages.ts';
 import { Conversation, pairKey, type ByteMeter } from './conversation.ts';
 import type { StoredConversation } from '../storage/contract.ts';
+import { callMeter } from './call-meter.ts';
 
 export class ConversationTable {
   /** Whether conversations are stored: only then can an evicted one come back. */
@@ -117,11 +118,14 @@ export class ConversationTable {
       if (this.#conversations.get(key) === conv) this.#drop(key, conv);
     }
     if (!this.#persistent) return;
+    let evicted = 0;
     for (const [key, conv] of this.#conversations) {
       if (!this.#overBudget()) break;
       if (conv.busy || conv === keep) continue; // a running or queued conversation is never evicted
       this.#drop(key, conv);
+      evicted++;
     }
+    if (evicted > 0) callMeter.evicted(evicted);
   }
 
   #overBudget(): boolean {

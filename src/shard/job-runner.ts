@@ -11,6 +11,7 @@ import { errorBody, replyBody } from '../shared/wire/frames.ts';
 import { StopReason } from '../shared/protocol.ts';
 import type { Logger } from '../shared/log.ts';
 import { runAgentLoop } from './turn/agent-loop.ts';
+import { CallMeter, callMeter } from './call-meter.ts';
 import type { CompactJob, Conversation, Job, Turn } from './conversation.ts';
 import type { Models } from '../models/index.ts';
 import type { Message } from '../models/types.ts';
@@ -222,6 +223,7 @@ export class JobRunner {
       steering,
       approver: steering,
       resume: turn.resume ?? null,
+      seq: req.seq,
     });
     if (steering?.suspended) return reply.endEmpty(answering, StopReason.Cancelled, SUSPENDED, config.model);
     let { stopReason, error } = result;
@@ -230,7 +232,7 @@ export class JobRunner {
       req.turnId === null
         ? null
         : { turnId: req.turnId, agent: answering, model: config.model, stopReason, error, usage: result.usage, finalText: result.finalText };
-    const failure = await this.#commit(conv, [user, ...result.produced], req.agent, outcome);
+    const failure = await this.#commit(conv, [user, ...result.produced], req.agent, outcome, req.seq);
     if (failure !== null) {
       stopReason = StopReason.Error;
       error = failure;
@@ -239,10 +241,10 @@ export class JobRunner {
   }
 
   /** Stores a finished turn (before `end` is sent: a client that saw `end` can rely on it); the error text if that failed. */
-  async #commit(conv: Conversation, messages: Message[], agent: string, outcome: TurnOutcome | null): Promise<string | null> {
+  async #commit(conv: Conversation, messages: Message[], agent: string, outcome: TurnOutcome | null, seq: number): Promise<string | null> {
     if (conv.transient || conv.deleted) return null;
     try {
-      if (this.#writer !== null) await this.#writer.write(conv, messages, outcome);
+      if (this.#writer !== null) await (callMeter.spans ? timedWrite(this.#writer, conv, messages, outcome, seq) : this.#writer.write(conv, messages, outcome));
       if (!conv.deleted) conv.append(messages);
       return null;
     } catch (err) {
@@ -278,5 +280,17 @@ export class JobRunner {
     const agent = job.req.guest ?? job.req.agent;
     job.reply.start(agent);
     job.reply.endEmpty(agent, StopReason.Cancelled, reason, this.agents[agent]?.model);
+  }
+}
+
+/** A turn's commit, recorded for its trace (call-meter.ts). */
+async function timedWrite(writer: TurnWriter, conv: Conversation, messages: Message[], outcome: TurnOutcome | null, seq: number): Promise<void> {
+  const start = CallMeter.now();
+  let status: 'ok' | 'error' = 'error';
+  try {
+    await writer.write(conv, messages, outcome);
+    status = 'ok';
+  } finally {
+    callMeter.commit(seq, status, start, CallMeter.now() - start);
   }
 }

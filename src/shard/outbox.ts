@@ -18,6 +18,7 @@ import {
   writeSectionHeader,
 } from '../shared/byte-layouts.ts';
 import { TextDeltaBody } from './text-delta-body.ts';
+import { callMeter } from './call-meter.ts';
 import { OUTPUT_REUSE_MAX_BYTES, outputReturns } from '../shared/threads/output-reuse.ts';
 import { outcomeCode, type ActiveAnswer, type FrameBatch, type RunList, type TurnFinished, type TurnOutcomeName } from '../shared/threads/shard-messages.ts';
 
@@ -82,6 +83,7 @@ export class Outbox implements FrameOut {
 
   constructor(post: PostBatch) {
     this.#post = post;
+    callMeter.onRecord = () => this.#schedule();
   }
 
   /** Encodes `value` as one frame for request `req` on connection `conn`. */
@@ -225,7 +227,7 @@ export class Outbox implements FrameOut {
 
   get #empty(): boolean {
     return this.#done.length === 0 && this.#started.length === 0 && this.#activeAnswers.length === 0 && this.#runLists.length === 0 && this.#purged.length === 0 && this.#finished.length === 0 &&
-      this.#turnsStarted.length === 0 && this.#turnsEnded.length === 0;
+      this.#turnsStarted.length === 0 && this.#turnsEnded.length === 0 && !callMeter.pending;
   }
 
   flush(): void {
@@ -249,6 +251,8 @@ export class Outbox implements FrameOut {
       finished: this.#finished,
       turnsStarted: this.#turnsStarted,
       turnsEnded: this.#turnsEnded,
+      tallies: callMeter.takeTallies(),
+      spans: callMeter.takeSpans(),
     };
     this.#turnsStarted = [];
     this.#turnsEnded = [];

@@ -24,10 +24,12 @@ import type { WriterPortMessage } from '../threads/writer/messages.ts';
 import { partitionOf, SharedFences } from '../shared/partitions.ts';
 import { shardOf } from '../shared/hash.ts';
 import { pairKey } from './conversation.ts';
+import { callMeter } from './call-meter.ts';
 
 const init = workerData as ShardInit;
 const port = parentPort!;
 const log = createLogger(init.logLevel, { shard: init.index });
+callMeter.observe(init.observe);
 const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer));
 const writer = init.writerPort === null ? null : new WriterClient(init.writerPort);
 const fences = init.fences === null ? null : new SharedFences(init.fences.partitions, init.fences.buffer);
@@ -45,7 +47,7 @@ const scheduler = new TurnScheduler({
   harness: new Harness(init.harnessPort, init.home, init.providers, new McpTools(init.mcpPort)),
 });
 
-/** Main's messages, in order, a slice per event-loop turn (Inbox); `active_query` answered on arrival. */
+/** Main's messages, in order, a slice per event-loop turn (Inbox); `active_query` and `tallies_query` answered on arrival. */
 const inbox = new Inbox<ToShard>(
   (msg) => {
     if (msg.type === 'turn') decodeTurnContent(msg); // a big content arrives as bytes main left undecoded
@@ -55,7 +57,7 @@ const inbox = new Inbox<ToShard>(
     }
     scheduler.handle(msg);
   },
-  (msg) => msg.type === 'active_query',
+  (msg) => msg.type === 'active_query' || msg.type === 'tallies_query',
 );
 
 startHeartbeat(init.heartbeat, init.heartbeatMs);

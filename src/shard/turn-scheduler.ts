@@ -28,6 +28,7 @@ import { CancelReason, errorTo, JobRunner, replyTo } from './job-runner.ts';
 import { PairGate } from './pair-gate.ts';
 import { PacedReads } from './paced-reads.ts';
 import { partitionOf } from '../shared/partitions.ts';
+import { callMeter } from './call-meter.ts';
 
 export { CancelReason } from './job-runner.ts';
 
@@ -163,6 +164,9 @@ export class TurnScheduler {
         return this.#outbox.runList({ id: msg.id, runs: this.#runs.list(msg) });
       case 'active_query':
         return this.#outbox.activeAnswer({ id: msg.id, conversations: this.#table.active(msg) });
+      case 'tallies_query':
+        callMeter.talliesAsked = true;
+        return this.#outbox.activeAnswer({ id: msg.id, conversations: [] });
       case 'purge_agent':
         return this.#purgeAgent(msg);
       case 'agent':

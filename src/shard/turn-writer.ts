@@ -14,6 +14,7 @@
  * as one batch when its commit returns.
  */
 import type { Message } from '../models/types.ts';
+import { callMeter } from './call-meter.ts';
 import type { ConversationRef, ConversationStorage, TurnOutcome, TurnRecord } from '../storage/contract.ts';
 
 interface Pending extends TurnRecord {
@@ -49,7 +50,12 @@ export class TurnWriter {
     const batch = this.#pending;
     this.#pending = [];
     this.#inFlight++;
+    const began = callMeter.metrics ? performance.now() : 0;
     const written = this.#storage.writeTurns(batch);
+    if (began > 0) {
+      const timed = (status: 'ok' | 'error') => (): void => callMeter.commitBatch(status, performance.now() - began, batch.length);
+      written.then(timed('ok'), timed('error'));
+    }
     // What finished during this commit goes in the next one.
     const next = (): void => {
       this.#inFlight--;

@@ -148,6 +148,7 @@ const FILE_SCHEMA = z
     tcp: text(),
     metrics: text(),
     http: text(),
+    otlp: text().refine((v) => v === 'off' || (/^https?:\/\//.test(v) && URL.canParse(v)), { error: 'must be "off" or the http(s) URL of an OTLP/HTTP traces endpoint, e.g. "http://127.0.0.1:4318/v1/traces"' }),
     token: text(false),
     tcp_insecure: flag(),
     auth_timeout_ms: atLeast(1),

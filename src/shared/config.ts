@@ -203,6 +203,8 @@ export interface ResolvedConfig {
   http: TcpAddress | null;
   /** `http_event_sources`: inbound webhook sources (`POST /v1/events/{source}`) and the secret each one's HMAC signatures are made with. */
   httpEventSources: Readonly<Record<string, { readonly secret: string }>>;
+  /** Where traces go (an OTLP/HTTP traces endpoint URL); null: off, and no tracing code is loaded. */
+  otlp: string | null;
 }
 
 export const DEFAULTS = {

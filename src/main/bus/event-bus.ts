@@ -13,6 +13,7 @@ import { FireQueue } from './fire-queue.ts';
 import { fireTurnId } from '../turn-request.ts';
 import { DEFAULTS } from '../../shared/config.ts';
 import type { SubscriptionInfo } from '../../shared/wire/ops.ts';
+import { mainMeter } from '../metrics/main-meter.ts';
 
 export type { SubscriptionInfo };
 
@@ -211,6 +212,7 @@ export class EventBus {
    * turns the first publish stored instead of running them twice.
    */
   async publish(source: string, payload: string, depth: number, chain = 0, key: string | null = null): Promise<number> {
+    mainMeter.busPublishes++;
     const subs = this.#bySource.get(source);
     if (subs === undefined) return 0;
     if (depth + 1 > MAX_FIRE_DEPTH) {
@@ -239,7 +241,10 @@ export class EventBus {
       this.#fires.add({
         fires: admitted,
         fire: (sub) => {
-          if (this.#opts.fire(sub, payload, depth + 1, inChain, fireTurnId(key, sub.id))) return true;
+          if (this.#opts.fire(sub, payload, depth + 1, inChain, fireTurnId(key, sub.id))) {
+            mainMeter.busFiredTurns++;
+            return true;
+          }
           this.#chains.unadmit(inChain);
           return false;
         },
@@ -265,7 +270,10 @@ export class EventBus {
       return false;
     }
     this.#opts.cluster!.changed();
-    if (this.#opts.fire(sub, payload, depth + 1, inChain, fireTurnId(key, sub.id))) return true;
+    if (this.#opts.fire(sub, payload, depth + 1, inChain, fireTurnId(key, sub.id))) {
+      mainMeter.busFiredTurns++;
+      return true;
+    }
     this.#chains.unadmit(inChain);
     return false;
   }

@@ -13,6 +13,7 @@ import { AgentdError, Code } from '../../shared/errors.ts';
 import type { SearchOptions, StorageInit } from '../../threads/storage/messages.ts';
 import { cancelSearch, type SearchStopReason } from '../../storage/search-budget.ts';
 import { closeStorageThreads, storageThreadPool } from './storage-threads.ts';
+import { mainMeter } from '../metrics/main-meter.ts';
 
 /** Who asked for a search, so that its disconnect cancels it; null for in-process callers, which never disconnect. */
 export type SearchOwner = number | null;
@@ -36,6 +37,7 @@ export class SearchLane {
   async search(options: SearchOptions, owner: SearchOwner): Promise<unknown> {
     const cancel = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
     this.#inProgress.set(cancel, owner);
+    const began = performance.now();
     try {
       const reply = (await this.#pool.run({ op: 'search_sessions', ...options, deadline: Date.now() + this.#timeoutMs, cancel })) as { search_stopped?: SearchStopReason };
       if (reply.search_stopped === undefined) return reply;
@@ -47,6 +49,7 @@ export class SearchLane {
       throw new AgentdError(Code.Cancelled, 'search_sessions was cancelled: its client disconnected or the daemon is closing');
     } finally {
       this.#inProgress.delete(cancel);
+      mainMeter.timings?.search((performance.now() - began) / 1000);
     }
   }
 

@@ -1,7 +1,8 @@
 /** The shapes the shard pool works with: its options, its outputs, and what it holds per shard. */
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from '../../shared/log.ts';
-import type { ActiveConversation, ShardInit, ToShard, TurnFinished } from '../../shared/threads/shard-messages.ts';
+import type { ActiveConversation, CallRecord, ShardInit, ToShard, TurnFinished } from '../../shared/threads/shard-messages.ts';
+import type { Tally } from '../../shared/threads/call-tally.ts';
 import type { PendingReplies } from '../../shared/threads/port-rpc.ts';
 import type { RunInfo } from '../../shared/wire/runs.ts';
 import type { Written } from './output-returns.ts';
@@ -40,6 +41,8 @@ export interface ShardPoolOptions {
   maxInflightPerConnection: number;
   /** Where open turns are tracked (the daemon's, so the metrics can read it). */
   ledger: TurnLedger;
+  /** What the shards' turns called: tallies for the metrics, timed calls for the traces; absent while both are off (the shards record nothing then). */
+  calls?: { tallies?(t: readonly Tally[]): void; spans?(r: readonly CallRecord[]): void };
 }
 
 /** What the pool adds to a shard's start-up message itself. */

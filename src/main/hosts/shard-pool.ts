@@ -37,6 +37,7 @@ import { InflightBudget } from './inflight-budget.ts';
 import { settleShardLoss, type RequestKind } from './shard-losses.ts';
 import { PendingReplies } from '../../shared/threads/port-rpc.ts';
 import type { ShardOutputs, ShardPoolOptions, ShardThread } from './shard-pool-parts.ts';
+import { mainMeter } from '../metrics/main-meter.ts';
 
 export type { ShardOutputs, ShardPoolOptions } from './shard-pool-parts.ts';
 
@@ -176,6 +177,11 @@ export class ShardPool {
     return (await this.#askAll((id) => ({ type: 'active_query', id, agent, sender }), QUERY_TIMEOUT_MS)).flat();
   }
 
+  /** The metrics are scraped: every shard ships its call tallies (to `calls.tallies`); resolves once all have. */
+  async collectTallies(): Promise<void> {
+    await this.#askAll((id) => ({ type: 'tallies_query', id }), QUERY_TIMEOUT_MS);
+  }
+
   /** Has every shard cancel and forget a deleted agent's conversations; resolves once all have. */
   async purgeAgent(agent: string): Promise<void> {
     await this.#askAll((id) => ({ type: 'purge_agent', id, agent }), PURGE_TIMEOUT_MS);
@@ -282,6 +288,8 @@ export class ShardPool {
       if (f !== undefined) f.started = true;
     }
     for (const seq of batch.turnsStarted) this.#opts.ledger.started(seq);
+    if (batch.tallies !== null) this.#opts.calls?.tallies?.(batch.tallies);
+    if (batch.spans !== null) this.#opts.calls?.spans?.(batch.spans);
     this.#deliverSections(shard, batch, outputs);
     if (batch.agentEvents !== null) {
       outputs.agentEvents(batch.agentEventAgents, readEventList(Buffer.from(batch.agentEvents), batch.agentEventAgents.length));
@@ -316,6 +324,7 @@ export class ShardPool {
     this.#watchdog.unwatch(shard.index);
     WriteLock.releaseFor(this.#opts.writeLock, ownerToken(shard.index));
     this.#endAll(shard, why, 'crash', outputs);
+    mainMeter.shardCrashes++;
     this.#opts.log.warn({ shard: shard.index, why }, 'shard lost: its turns ended with an error; starting a replacement');
     this.#respawn(shard, outputs, []);
   }

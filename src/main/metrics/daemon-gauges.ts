@@ -8,6 +8,8 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Stats } from '../../shared/wire/ops.ts';
 
 export interface GaugeSources {
+  /** Runs first at each scrape (the shards ship their call tallies). */
+  gather?(): Promise<void>;
   stats(): Promise<Stats>;
   /** Open turns per shard. */
   turns(): { running: number[]; queued: number[] };
@@ -62,6 +64,7 @@ export function registerDaemonGauges(registry: Registry, sources: GaugeSources):
   const turns = new Gauge({ name: 'agentd_turns', help: 'Open turns per shard: running, or queued behind their conversation\'s running turn', labelNames: ['shard', 'state'], registers: [registry] });
   const wal = new Gauge({ name: 'agentd_sqlite_wal_bytes', help: 'Size of the SQLite write-ahead log (wal_max_bytes bounds it)', registers: [registry] });
   return async () => {
+    await sources.gather?.();
     const stats = await sources.stats();
     for (const set of setters) set(stats);
     const open = sources.turns();

@@ -11,6 +11,7 @@ import { assertPortableMsgpack } from '../../shared/portable-msgpack.ts';
 import { decodeRequest } from './request-body.ts';
 import { sameSecret } from './token.ts';
 import { ADMIN, type Authenticate, type Principal } from '../auth/principal.ts';
+import { connectionClosed } from '../metrics/main-meter.ts';
 
 /** Where a connection's requests go, and what it tells when it closes. */
 export interface ConnectionHost {
@@ -103,6 +104,11 @@ export class Connection implements FrameSink {
 
   get open(): boolean {
     return this.#state === 'open';
+  }
+
+  /** Bytes read and written so far (the metrics). */
+  traffic(): { in: number; out: number } {
+    return { in: this.#socket.bytesRead, out: this.#socket.bytesWritten };
   }
 
   readonly #onData = (chunk: Buffer): void => {
@@ -385,6 +391,7 @@ export class Connection implements FrameSink {
     this.#clearAuthTimer();
     this.#clearStallTimers();
     this.#decoder.stop();
+    connectionClosed(this.transport, this.#socket.bytesRead, this.#socket.bytesWritten);
     this.#host.closed(this, this.#cancelTurnsOnClose);
   };
 }

@@ -26,7 +26,7 @@ export class McpTools {
   async toolsFor(agent: string, timeoutMs: number, signal: AbortSignal): Promise<Tool[]> {
     const a = await this.#ask({ type: 'tools', agent }, signal);
     if (!('tools' in a)) throw new Error(`MCP tools: ${'error' in a ? a.error : 'no answer'}`);
-    return a.tools.map((spec: McpToolSpec) => ({ ...spec, run: (args, ctx) => this.#call(agent, spec.name, args, timeoutMs, ctx.signal) }));
+    return a.tools.map(({ server, ...spec }: McpToolSpec) => ({ ...spec, mcpServer: server, run: (args, ctx) => this.#call(agent, spec.name, args, timeoutMs, ctx.signal) }));
   }
 
   async #call(agent: string, name: string, args: unknown, timeoutMs: number, signal: AbortSignal): Promise<string> {

@@ -9,6 +9,7 @@ import type { ToolCall } from '../../shared/protocol.ts';
 import { GENERIC_REDACTOR, type Redactor } from '../../shared/redact.ts';
 import type { ToolSpec } from '../../models/types.ts';
 import type { Cancellation } from '../turn/cancellation.ts';
+import { CallMeter, callMeter } from '../call-meter.ts';
 
 /** The capability functions a harness was granted; the others are absent. */
 export interface Capabilities {
@@ -27,6 +28,8 @@ export interface ToolContext {
 }
 
 export interface Tool extends ToolSpec {
+  /** The MCP server behind it; absent for a harness tool. */
+  mcpServer?: string;
   run(args: unknown, ctx: ToolContext): Promise<string> | string;
 }
 
@@ -80,16 +83,17 @@ async function runOne(tools: ToolSet, call: ToolCall, ctx: ToolContext, redactor
 export async function runTools(
   tools: ToolSet,
   calls: readonly ToolCall[],
-  who: { agent: string; sender: string },
+  who: { agent: string; sender: string; seq?: number },
   cancel: Cancellation,
   onResult: (result: ToolResult) => void,
   redactor: Redactor = GENERIC_REDACTOR,
   gate: ToolGate | null = null,
 ): Promise<ToolResult[]> {
-  const ctx: ToolContext = { ...who, capabilities: {}, get signal() { return cancel.signal; } };
+  const ctx: ToolContext = { agent: who.agent, sender: who.sender, capabilities: {}, get signal() { return cancel.signal; } };
   const results = await Promise.all(
     calls.map((call) =>
       runOne(tools, call, ctx, redactor, gate).then((r) => {
+        if (callMeter.on) recordTool(tools, r, who.seq ?? 0, cancel.aborted);
         if (!cancel.aborted) onResult(r);
         return r;
       }),
@@ -97,4 +101,9 @@ export async function runTools(
   );
   cancel.throwIfAborted();
   return results;
+}
+
+/** A finished call, for the metrics and traces (call-meter.ts). */
+function recordTool(tools: ToolSet, r: ToolResult, seq: number, cancelled: boolean): void {
+  callMeter.tool(seq, r.name, tools.get(r.name)?.mcpServer ?? '', cancelled ? 'cancelled' : r.is_error ? 'error' : 'ok', CallMeter.now() - r.duration_ms, r.duration_ms);
 }

@@ -12,6 +12,7 @@ import type { Cancellation } from './cancellation.ts';
 import { TextAccumulator } from './text-accumulator.ts';
 import type { Approver, Steering } from '../runs/run.ts';
 import type { LoopState } from './loop-state.ts';
+import { CallMeter, callMeter, callStatus } from '../call-meter.ts';
 
 export type Emit = (event: string, body: Record<string, unknown>) => void;
 
@@ -35,6 +36,8 @@ export interface LoopInput {
   approver: Approver | null;
   /** A waiting run resumed after a restart: where its loop stood (it goes on from there); absent for a new turn. */
   resume?: LoopState | null;
+  /** The turn's seq, naming it in the metrics and traces (call-meter.ts); 0 outside a turn. */
+  seq?: number;
 }
 
 export interface LoopResult {
@@ -115,6 +118,24 @@ async function streamStep(input: LoopInput, produced: readonly Message[], segmen
   return calls;
 }
 
+/** streamStep, recorded for the metrics and traces (call-meter.ts). */
+async function timedStep(input: LoopInput, produced: readonly Message[], segments: Segments, stepText: TextAccumulator, usage: Usage): Promise<ToolCall[]> {
+  const start = CallMeter.now();
+  const before = { input: usage.prompt_tokens, output: usage.completion_tokens };
+  let failure: unknown;
+  try {
+    return await streamStep(input, produced, segments, stepText, usage);
+  } catch (err) {
+    failure = err ?? new Error('failed');
+    throw err;
+  } finally {
+    callMeter.model(
+      input.seq ?? 0, input.config.model, input.config.provider ?? 'echo', callStatus(failure, input.cancel.aborted), start, CallMeter.now() - start,
+      usage.prompt_tokens - before.input, usage.completion_tokens - before.output,
+    );
+  }
+}
+
 /** Holds each call of a tool in `approve_tools` for its approval, announcing it on the stream once the wait is stored; null when no call waits. */
 function approvalGate(input: LoopInput): ToolGate | null {
   const { approver, config, cancel, emit } = input;
@@ -146,7 +167,7 @@ async function toolStep(input: LoopInput, st: LoopState, gate: ToolGate | null, 
     input.approver?.resulted();
   };
   const todo = step.calls.filter((c) => !step.results.some((r) => r.call_id === c.id));
-  await runTools(input.tools, todo, { agent: input.agent, sender: input.sender }, input.cancel, onResult, redactor, gate);
+  await runTools(input.tools, todo, { agent: input.agent, sender: input.sender, seq: input.seq }, input.cancel, onResult, redactor, gate);
   emit('tools_complete', {});
   // A tool call enters the history only together with its result.
   st.produced.push(assistant(step.text, step.calls));
@@ -197,7 +218,7 @@ export async function runAgentLoop(input: LoopInput): Promise<LoopResult> {
       cancel.throwIfAborted();
       steered(input.steering?.take());
       stepText.clear();
-      const calls = await streamStep(input, produced, segments, stepText, usage);
+      const calls = await (callMeter.on ? timedStep : streamStep)(input, produced, segments, stepText, usage);
       if (!stepText.empty) st.finalText = stepText.text();
 
       if (calls.length === 0) {

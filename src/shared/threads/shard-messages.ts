@@ -9,6 +9,7 @@ import { StopReason, type OnBusy, type ToolChoice } from '../protocol.ts';
 import type { ActiveConversation } from '../wire/ops.ts';
 import type { StoreLocation } from '../store-location.ts';
 import type { RunInfo, RunStatus } from '../wire/runs.ts';
+import type { CallStatus, Tally } from './call-tally.ts';
 
 /** What a shard receives when it starts (workerData). */
 export interface ShardInit {
@@ -44,6 +45,8 @@ export interface ShardInit {
   fences: SharedFencesInit | null;
   /** How long an ended run can still be read and joined (`run_retention_ms`). */
   runRetentionMs: number;
+  /** What the shard records of its turns' calls and ships with its batches (call-meter.ts): tallies for the metrics, timed calls for the traces. */
+  observe: { metrics: boolean; spans: boolean };
 }
 
 /** What a thread needs to read the node's partition tokens (see SharedFences). */
@@ -175,6 +178,16 @@ export interface ActiveQuery {
   sender: string | null;
 }
 
+/**
+ * The metrics are scraped: ship the call tallies summed since the last
+ * query (in the batch that answers it, an ActiveAnswer of the same id with
+ * no conversations). Tallies travel only then, never per turn.
+ */
+export interface TalliesQuery {
+  type: 'tallies_query';
+  id: number;
+}
+
 /** Cancel and forget every conversation of a deleted agent; `id` comes back in `purged` once its running turns have ended. */
 export interface PurgeAgent {
   type: 'purge_agent';
@@ -258,7 +271,7 @@ export interface StopRequest {
   type: 'stop';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RestoreRuns | RunRequest | RunListQuery | SteerRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | TalliesQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RestoreRuns | RunRequest | RunListQuery | SteerRequest;
 
 export type { ActiveConversation };
 
@@ -298,6 +311,28 @@ export interface FrameBatch {
   turnsStarted: number[];
   /** Turns that sent their last reply, as pairs: seq, then how it ended (an index into TURN_OUTCOMES). */
   turnsEnded: number[];
+  /** The shard's tallies of calls since the last TalliesQuery, in the batch that answers the next one; null otherwise. */
+  tallies: Tally[] | null;
+  /** Its turns' timed calls since its last batch (while `observe.spans`); null when nothing. */
+  spans: CallRecord[] | null;
+}
+
+/** One call a shard made for a turn, timed, for the traces (see call-meter.ts): a model call, a tool call, the turn's commit. */
+export interface CallRecord {
+  kind: 'model' | 'tool' | 'commit';
+  /** The turn's seq. */
+  seq: number;
+  /** model: the model; tool: the tool's offered name; commit: ''. */
+  name: string;
+  /** model: the provider (`echo` for the built-in); tool: its MCP server, '' for a harness tool; commit: ''. */
+  via: string;
+  status: CallStatus;
+  /** Epoch milliseconds (fractional) when it began, and how long it took. */
+  start: number;
+  ms: number;
+  /** model: the tokens it read and wrote. */
+  inputTokens?: number;
+  outputTokens?: number;
 }
 
 export interface TurnFinished {

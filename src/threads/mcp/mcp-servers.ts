@@ -93,7 +93,7 @@ export class McpServers {
     for (const [offered, ref] of this.#offered(agent)) {
       const tool = byName.get(ref.server)?.tools.find((t) => t.name === ref.tool);
       if (tool === undefined) continue;
-      specs.push({ name: offered, description: tool.description ?? tool.title ?? '', parameters: tool.inputSchema as Record<string, unknown> });
+      specs.push({ name: offered, description: tool.description ?? tool.title ?? '', parameters: tool.inputSchema as Record<string, unknown>, server: ref.server });
     }
     return specs;
   }

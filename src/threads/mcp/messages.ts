@@ -44,6 +44,8 @@ export interface McpToolSpec {
   name: string;
   description: string;
   parameters: Record<string, unknown>;
+  /** The server offering it (named in the metrics and traces of its calls). */
+  server: string;
 }
 
 /** Shard -> MCP thread. `id` is unique per port; `cancel` ends the request of that id. */

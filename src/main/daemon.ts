@@ -45,6 +45,9 @@ import type { ScheduleEngine } from './schedules/schedule-engine.ts';
 import { startWebhooks } from './webhooks/start.ts';
 import type { WebhookHub } from './webhooks/webhook-hub.ts';
 import { MetricsService } from './metrics/metrics-service.ts';
+import { TurnRates } from './dashboard/turn-rates.ts';
+import { DashboardRoutes } from './dashboard/dashboard-routes.ts';
+import { buildDashboard } from './dashboard/snapshot.ts';
 import { TurnLedger } from './turn-ledger.ts';
 import { collectStats } from './ops/admin.ts';
 import type { DispatchContext } from './ops/op-table.ts';
@@ -228,9 +231,11 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log), onAuthenticated: (s) => limiter.authenticated(s) };
   const store = config.persist ? config.store : null;
   const writeLock = createWriteLockBuffer();
-  // Metrics cost nothing while off: no meter on the ledger, no registry.
+  // Prometheus metrics cost nothing while off: no histograms, no registry.
   const metrics = config.metrics === null ? null : new MetricsService();
-  const ledger = new TurnLedger(metrics?.turns ?? null);
+  // The live view's turn rates are always kept (agentctl top works without metrics); they hand each turn on to the metrics.
+  const rates = new TurnRates(metrics?.turns ?? null);
+  const ledger = new TurnLedger(rates);
   const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger });
   // The topology first: a cluster node that cannot reach NATS fails before anything else starts.
   const topology = config.cluster === null ? new LocalTopology(pool) : await registerCluster({ config, pool, log });
@@ -266,8 +271,10 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     schedules,
     webhooks,
     webhookHosts: config.webhookHosts,
+    dashboard: { rates, perShard: () => ledger.perShard(config.workers) },
   };
   const dispatch = createDispatch(dispatchContext, limitLog);
+  metrics?.serve(new DashboardRoutes(() => buildDashboard(dispatchContext), log));
   metrics?.attach({ stats: () => collectStats(dispatchContext), turns: () => ledger.perShard(config.workers), walPath: store?.kind === 'sqlite' ? `${store.path}-wal` : null });
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = topology.entry(dispatch);

@@ -19,7 +19,7 @@ import {
 } from '../shared/byte-layouts.ts';
 import { TextDeltaBody } from './text-delta-body.ts';
 import { OUTPUT_REUSE_MAX_BYTES, outputReturns } from '../shared/threads/output-reuse.ts';
-import { outcomeCode, type ActiveAnswer, type FrameBatch, type RunList, type TurnFinished, type TurnOutcomeName } from '../shared/threads/shard-messages.ts';
+import { outcomeCode, type ActiveAnswer, type FrameBatch, type RunList, type TurnError, type TurnFinished, type TurnOutcomeName } from '../shared/threads/shard-messages.ts';
 
 const INITIAL_SECTION_BYTES = 4096;
 /** Section buffers kept for reuse between flushes. */
@@ -50,7 +50,8 @@ export interface FrameOut {
   finished(record: TurnFinished): void;
   /** A turn (by its seq) started running / sent its last reply: main tracks open turns for its watchdog. */
   turnStarted(seq: number): void;
-  turnEnded(seq: number, outcome: TurnOutcomeName): void;
+  /** `error`: what the client was told, when the turn failed with an error. */
+  turnEnded(seq: number, outcome: TurnOutcomeName, error?: { code: number; message: string }): void;
   activeAnswer(answer: ActiveAnswer): void;
   runList(answer: RunList): void;
   purged(id: number): void;
@@ -71,6 +72,7 @@ export class Outbox implements FrameOut {
   #finished: TurnFinished[] = [];
   #turnsStarted: number[] = [];
   #turnsEnded: number[] = [];
+  #turnErrors: TurnError[] = [];
   readonly #events = new GrowableBytes(Buffer.allocUnsafe(INITIAL_SECTION_BYTES));
   #eventAgents: string[] = [];
   #scheduled = false;
@@ -127,8 +129,9 @@ export class Outbox implements FrameOut {
     this.#schedule();
   }
 
-  turnEnded(seq: number, outcome: TurnOutcomeName): void {
+  turnEnded(seq: number, outcome: TurnOutcomeName, error?: { code: number; message: string }): void {
     this.#turnsEnded.push(seq, outcomeCode(outcome));
+    if (error !== undefined) this.#turnErrors.push({ seq, code: error.code, message: error.message });
     this.#schedule();
   }
 
@@ -249,9 +252,11 @@ export class Outbox implements FrameOut {
       finished: this.#finished,
       turnsStarted: this.#turnsStarted,
       turnsEnded: this.#turnsEnded,
+      turnErrors: this.#turnErrors,
     };
     this.#turnsStarted = [];
     this.#turnsEnded = [];
+    if (this.#turnErrors.length > 0) this.#turnErrors = [];
     this.#started = [];
     this.#done = [];
     this.#activeAnswers = [];

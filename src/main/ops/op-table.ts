@@ -18,6 +18,7 @@ import type { ObserverHub, ObserverSink } from '../bus/observers.ts';
 import type { McpHub } from '../hosts/mcp-hub.ts';
 import type { ScheduleEngine } from '../schedules/schedule-engine.ts';
 import type { WebhookHub } from '../webhooks/webhook-hub.ts';
+import type { DashboardFeed } from '../dashboard/turn-rates.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {
@@ -57,6 +58,8 @@ export interface DispatchContext {
   webhooks: WebhookHub;
   /** `webhook_hosts`: the hosts a webhook URL may name (empty: any). */
   webhookHosts: readonly string[];
+  /** The live view's sources (`get_dashboard`, main/dashboard/). */
+  dashboard: DashboardFeed;
 }
 
 /** Returned by handlers whose reply comes later as frames (from a shard, or an observer stream). */

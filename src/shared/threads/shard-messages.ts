@@ -287,6 +287,14 @@ export interface FrameBatch {
   turnsStarted: number[];
   /** Turns that sent their last reply, as pairs: seq, then how it ended (an index into TURN_OUTCOMES). */
   turnsEnded: number[];
+  /** Of those, the failed ones whose client got an error: its code and text (the live view's recent errors). */
+  turnErrors: TurnError[];
+}
+
+export interface TurnError {
+  seq: number;
+  code: number;
+  message: string;
 }
 
 export interface TurnFinished {

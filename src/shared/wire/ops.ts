@@ -15,6 +15,7 @@ import type { McpOperations } from './mcp.ts';
 import type { ScheduleOperations } from './schedules.ts';
 import type { WebhookOperations } from './webhooks.ts';
 import type { RunOperations } from './runs.ts';
+import type { DashboardOperations } from './dashboard.ts';
 
 // Each area declares its own types and operations; this module is the one
 // door the client, main and the shards import them through.
@@ -28,9 +29,10 @@ export type * from './mcp.ts';
 export type * from './schedules.ts';
 export type * from './webhooks.ts';
 export type * from './runs.ts';
+export type * from './dashboard.ts';
 
 /** Every operation: its argument map, its reply variant and the variant's value. */
-export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations {}
+export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations, DashboardOperations {}
 
 export type OperationName = keyof Operations;
 export type ArgsOf<Op extends OperationName> = Operations[Op]['args'];
@@ -65,6 +67,7 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   ping: 'pong',
   auth: 'pong',
   get_stats: 'stats',
+  get_dashboard: 'dashboard',
   list_mcps: 'mcp_list',
   upsert_mcp: 'mcp_info',
   delete_mcp: 'pong',

@@ -136,6 +136,17 @@ describe('the dashboard routes', () => {
     expect(await refused.text()).toContain(`at most ${MAX_EVENT_CLIENTS}`);
   });
 
+  it('end their streams when the daemon stops, so shutdown does not wait on a page', async () => {
+    const own = await testDaemon({ workers: 1, args: ['--metrics', '127.0.0.1:0'] });
+    const res = await fetch(`${base(own.home)}/events`);
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('data: ')) text += new TextDecoder().decode((await reader.read()).value);
+    expect((await own.stop()).code).toBe(0);
+    let ended = false;
+    while (!ended) ended = (await reader.read()).done;
+  });
+
   it('ask for the token off loopback, as /metrics does', async () => {
     const open = await testDaemon({ workers: 1, args: ['--metrics', '0.0.0.0:0'] });
     const token = readFileSync(join(open.home, 'token'), 'utf8').trim();

@@ -5,30 +5,43 @@
  * the listener's dashboard routes (snapshot, stream limit, auth, bad paths)
  * and `agentctl top`, which reads the same snapshot over the socket.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { cleanup, collect, startDaemon, testClient, testDaemon, type Daemon } from '../helpers/daemon.ts';
-import { ctl, finished, spawnCtl, untilOutput } from '../helpers/cli.ts';
-import { CHROMIUM, chromiumSkip } from '../helpers/chromium.ts';
+import { spawn } from 'node:child_process';
+import { AGENTCTL, ctl, finished, spawnCtl, untilOutput } from '../helpers/cli.ts';
+import { CHROMIUM, chromiumSkip, findOnPath } from '../helpers/chromium.ts';
+import { stdioEntry } from '../helpers/mcp.ts';
 import { MAX_EVENT_CLIENTS } from '../../src/main/dashboard/dashboard-routes.ts';
 import type { Dashboard } from '../../src/shared/wire/dashboard.ts';
 
 const RESULTS = resolve(import.meta.dirname, '../../test-results');
 
 let d: Daemon;
+/** Where the MCP fixture server notes its pid. */
+let fixtures: string;
 beforeAll(async () => {
+  fixtures = mkdtempSync(join(tmpdir(), 'agentd-dash-mcp-'));
   d = await startDaemon({
     workers: 2,
     args: ['--metrics', '127.0.0.1:0'],
     config: {
       providers: { nowhere: { type: 'openai', base_url: 'http://127.0.0.1:9/v1' } },
-      agents: { assistant: { model: 'echo' }, broken: { model: 'gpt-nothing', provider: 'nowhere' } },
+      agents: {
+        assistant: { model: 'echo' },
+        broken: { model: 'gpt-nothing', provider: 'nowhere' },
+        tooled: { model: 'echo', mcps: { fx: stdioEntry(fixtures, { eager: true }) } },
+      },
     },
   });
 });
-afterAll(() => cleanup(d));
+afterAll(async () => {
+  await cleanup(d);
+  rmSync(fixtures, { recursive: true, force: true });
+});
 
 const base = (home: string): string => `http://127.0.0.1:${readFileSync(join(home, 'run', 'metrics.port'), 'utf8').trim()}`;
 
@@ -61,6 +74,8 @@ describe.skipIf(chromiumSkip !== null)('the dashboard in headless Chromium', () 
     await page.waitForFunction(`${agentTurns} >= 1`);
     await page.waitForFunction(`Number(document.getElementById('chart').dataset.points) >= 1 && document.querySelector('#chart canvas') !== null`);
     await page.waitForFunction(`[...document.querySelectorAll('#errors td')].some((td) => td.textContent === 'broken')`);
+    // The eager MCP server, once connected.
+    await page.waitForFunction(`[...document.querySelectorAll('#mcps tbody tr')].some((tr) => tr.cells[1]?.textContent === 'fx' && tr.cells[3]?.textContent === 'connected')`);
     const before = await turnsOf('assistant');
     // Live: another turn, and the page's count moves without a reload.
     await collect(c.stream('assistant', 'and again', { sender: 'web' }));
@@ -89,7 +104,8 @@ describe('the dashboard routes', () => {
     expect(s.p99_ms).toBeGreaterThan(0);
     expect(s.p99_ms).toBeGreaterThanOrEqual(s.p50_ms);
     expect(s.shards.map((x) => x.shard)).toEqual([0, 1]);
-    expect(s.agents.map((a) => a.name)).toEqual(['assistant', 'broken']);
+    expect(s.agents.map((a) => a.name)).toEqual(['assistant', 'broken', 'tooled']);
+    expect(s.mcps).toEqual([expect.objectContaining({ agent: 'tooled', name: 'fx', transport: 'stdio' })]);
     expect(s.agents.find((a) => a.name === 'broken')!.errors).toBeGreaterThanOrEqual(1);
     // The failed turn, with the error its client got.
     expect(s.errors[0]).toMatchObject({ agent: 'broken', sender: 'json', code: 'error 500' });
@@ -97,7 +113,7 @@ describe('the dashboard routes', () => {
     expect(s.conversations.some((x) => x.agent === 'assistant' && x.sender === 'json')).toBe(true);
     expect(s.cluster).toBeNull();
     const http = await snapshot();
-    expect(http.agents.map((a) => a.name)).toEqual(['assistant', 'broken']);
+    expect(http.agents.map((a) => a.name)).toEqual(['assistant', 'broken', 'tooled']);
   });
 
   it('serve the page and uPlot from the package, and refuse what they do not serve', async () => {
@@ -170,6 +186,8 @@ describe('agentctl top', () => {
     expect(r.stdout).toMatch(/^ {2}1 +\d+ +\d+$/m);
     expect(r.stdout).toMatch(/^ {2}assistant +echo +[1-9]\d* +0 +0$/m);
     expect(r.stdout).toMatch(/^ {2}\d\d:\d\d:\d\d +broken +\S+ +error 500 +\S/m);
+    expect(r.stdout).toMatch(/^MCP SERVERS$/m);
+    expect(r.stdout).toMatch(/^ {2}tooled +fx +stdio +\w+ /m);
     expect(r.stdout).not.toContain('\x1b[');
   });
 
@@ -177,7 +195,7 @@ describe('agentctl top', () => {
     const r = await ctl(d.socketPath, ['top', '--once', '--json']);
     expect(r.code).toBe(0);
     const s = JSON.parse(r.stdout) as Dashboard;
-    expect(s.agents.map((a) => a.name)).toEqual(['assistant', 'broken']);
+    expect(s.agents.map((a) => a.name)).toEqual(['assistant', 'broken', 'tooled']);
     expect(s.shards).toHaveLength(2);
   });
 
@@ -190,6 +208,20 @@ describe('agentctl top', () => {
     const r = await done;
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
+  });
+
+  // `script` (util-linux) runs top on a pseudo-terminal: raw keys, the alternate screen.
+  const script = findOnPath('script');
+  it.skipIf(script === null)('on a terminal: takes the alternate screen, quits on the q key alone, gives the screen back', async () => {
+    const cmd = [process.execPath, AGENTCTL, 'top', '--socket', d.socketPath].map((a) => `'${a}'`).join(' ');
+    const proc = spawn(script!, ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TERM: 'xterm', NO_COLOR: '1' } });
+    const done = finished(proc);
+    await untilOutput(proc.stdout!, (text) => text.includes('\x1b[?1049h') && text.includes('SHARDS'));
+    proc.stdin!.write('q'); // one key, no newline: only raw mode passes it on at once
+    const r = await done;
+    expect(r.code).toBe(0);
+    expect(r.stdout.lastIndexOf('\x1b[?1049l')).toBeGreaterThan(r.stdout.lastIndexOf('SHARDS'));
+    expect(r.stdout).toContain('q or Ctrl-C quits');
   });
 
   it('refuses an argument it does not take', async () => {

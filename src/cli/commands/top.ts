@@ -24,7 +24,9 @@ function draw(out: Output, d: Dashboard, json: boolean, tty: boolean): void {
   if (json) return out.json(d);
   const lines = renderTop(d, out.out, width(out));
   if (!tty) return out.write(`${lines.join('\n')}\n\n`);
-  const rows = (out.stdout as { rows?: number }).rows ?? lines.length + 1;
+  const known = (out.stdout as { rows?: number }).rows;
+  // A terminal that reports no size (some ptys say 0) gets the whole frame.
+  const rows = known !== undefined && known > 4 ? known : lines.length + 2;
   const shown = [...lines.slice(0, Math.max(1, rows - 2)), '', out.out.dim('q or Ctrl-C quits')];
   out.write(`\x1b[H${shown.join('\x1b[K\n')}\x1b[K\x1b[J`);
 }

@@ -84,6 +84,16 @@ describe('TurnRates', () => {
     expect(r.totals).toEqual({ turns: 4 + MAX_ERRORS + 5, errors: 2 + MAX_ERRORS + 5 });
   });
 
+  it('forgets deleted agents\' counts', () => {
+    const r = new TurnRates(null);
+    r.turnEnded(turn('kept', 1), outcomeCode('text'));
+    r.turnEnded(turn('deleted', 1), outcomeCode('text'));
+    r.keepAgents(new Set(['kept']));
+    expect(r.agent('kept').turns).toBe(1);
+    expect(r.agent('deleted').turns).toBe(0);
+    expect(r.totals.turns).toBe(2);
+  });
+
   it('counts a guest\'s turn for the guest', () => {
     const r = new TurnRates(null);
     r.turnEnded({ ...turn('host', 1), req: { agent: 'host', sender: 's', guest: 'helper' } as unknown as TurnRequest }, outcomeCode('text'));

@@ -26,6 +26,7 @@ export async function buildDashboard(ctx: DispatchContext): Promise<Dashboard> {
   active.sort(busiestFirst);
   const open = perShard();
   const agents: DashboardAgent[] = ctx.agents.list().map((a) => ({ name: a.name, model: a.model, mcps: a.mcps.length, ...rates.agent(a.name) }));
+  rates.keepAgents(new Set(agents.map((a) => a.name)));
   const totals = rates.totals;
   return {
     time: new Date(now).toISOString(),

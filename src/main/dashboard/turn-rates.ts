@@ -20,6 +20,8 @@ const GROWTH = 1.25;
 const LOG_GROWTH = Math.log(GROWTH);
 /** Failed turns remembered. */
 export const MAX_ERRORS = 50;
+/** Agents counted at most: past it the longest-known is forgotten (deleted agents' names must not pile up). */
+const MAX_AGENTS = 10_000;
 /** Characters of a failed turn's message kept. */
 const MAX_MESSAGE = 500;
 
@@ -84,7 +86,10 @@ export class TurnRates implements TurnMeterSink {
     this.#total++;
     const agent = t.req.guest ?? t.req.agent;
     let counts = this.#perAgent.get(agent);
-    if (counts === undefined) this.#perAgent.set(agent, (counts = { turns: 0, errors: 0 }));
+    if (counts === undefined) {
+      if (this.#perAgent.size >= MAX_AGENTS) this.#perAgent.delete(this.#perAgent.keys().next().value!);
+      this.#perAgent.set(agent, (counts = { turns: 0, errors: 0 }));
+    }
     counts.turns++;
     if (!failed) return;
     this.#errors[slot]!++;
@@ -149,6 +154,11 @@ export class TurnRates implements TurnMeterSink {
 
   agent(name: string): { turns: number; errors: number } {
     return this.#perAgent.get(name) ?? { turns: 0, errors: 0 };
+  }
+
+  /** Forgets the counts of agents not in `registered` (deleted ones). */
+  keepAgents(registered: ReadonlySet<string>): void {
+    for (const name of this.#perAgent.keys()) if (!registered.has(name)) this.#perAgent.delete(name);
   }
 
   get totals(): { turns: number; errors: number } {

@@ -46,7 +46,7 @@ export function renderTop(d: Dashboard, style: Style, width = 100): string[] {
     ...section('AGENTS', ['AGENT', 'MODEL', 'TURNS', 'FAILED', 'MCP'], d.agents.map((a) => [a.name, a.model, String(a.turns), String(a.errors), String(a.mcps)]), 'none', style),
     ...section('BUSIEST CONVERSATIONS', ['AGENT', 'SENDER', 'STATE', 'QUEUED', 'MESSAGES', 'TITLE'],
       d.conversations.map((c) => [c.agent, c.sender, c.running ? 'running' : 'idle', String(c.queued), String(c.message_count), clip(c.title, 40)]), 'no conversation in memory', style),
-    ...section('RECENT FAILED TURNS', ['TIME', 'AGENT', 'SENDER', 'CODE', 'MESSAGE'],
+    ...section('RECENT ERRORS (failed turns, warnings)', ['TIME', 'AGENT', 'SENDER', 'CODE', 'MESSAGE'],
       d.errors.slice(0, 10).map((e) => [e.time.slice(11, 19), e.agent, e.sender, e.code, clip(e.message, 80)]), 'none', style),
     ...section('MCP SERVERS', ['AGENT', 'SERVER', 'TRANSPORT', 'STATUS', 'TOOLS', 'ERROR'],
       d.mcps.map((m) => [m.agent, m.name, m.transport, m.status, String(m.tool_count), clip(m.error, 60)]), 'none', style),

@@ -224,17 +224,18 @@ export class Daemon implements ConnectionHost {
  * they feed exists, and then the topology serves.
  */
 async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
-  const log = createLogger(config.logLevel, { thread: 'main' });
+  // Prometheus metrics cost nothing while off: no histograms, no registry.
+  const metrics = config.metrics === null ? null : new MetricsService();
+  // The live view's turn rates are always kept (agentctl top works without metrics); they hand each turn on to the metrics.
+  const rates = new TurnRates(metrics?.turns ?? null);
+  // Main's warnings and errors join the live view's recent errors.
+  const log = createLogger(config.logLevel, { thread: 'main' }, (level, message, fields) => rates.logged(level, message, fields));
   preparePrivateHome(config.home, log);
   const limitLog = new LimitLog(log);
   const limiter = new ConnectionLimiter(config.maxConnections, limitLog);
   const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log), onAuthenticated: (s) => limiter.authenticated(s) };
   const store = config.persist ? config.store : null;
   const writeLock = createWriteLockBuffer();
-  // Prometheus metrics cost nothing while off: no histograms, no registry.
-  const metrics = config.metrics === null ? null : new MetricsService();
-  // The live view's turn rates are always kept (agentctl top works without metrics); they hand each turn on to the metrics.
-  const rates = new TurnRates(metrics?.turns ?? null);
   const ledger = new TurnLedger(rates);
   const pool = new ShardPool({ count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger });
   // The topology first: a cluster node that cannot reach NATS fails before anything else starts.

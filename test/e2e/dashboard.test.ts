@@ -5,12 +5,12 @@
  * the listener's dashboard routes (snapshot, stream limit, auth, bad paths)
  * and `agentctl top`, which reads the same snapshot over the socket.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import puppeteer, { type Browser } from 'puppeteer-core';
-import { cleanup, collect, startDaemon, testClient, testDaemon, type Daemon } from '../helpers/daemon.ts';
+import { cleanup, collect, makeHome, startDaemon, testClient, testDaemon, type Daemon } from '../helpers/daemon.ts';
 import { spawn } from 'node:child_process';
 import { AGENTCTL, ctl, finished, spawnCtl, untilOutput } from '../helpers/cli.ts';
 import { CHROMIUM, chromiumSkip, findOnPath } from '../helpers/chromium.ts';
@@ -161,6 +161,16 @@ describe('the dashboard routes', () => {
     expect((await own.stop()).code).toBe(0);
     let ended = false;
     while (!ended) ended = (await reader.read()).done;
+  });
+
+  it('list main\'s warnings with the failed turns', async () => {
+    const home = makeHome();
+    chmodSync(home, 0o755); // too open: the daemon tightens it and says so
+    const own = await testDaemon({ workers: 1, home });
+    const c = await testClient(own);
+    const s = await c.call('get_dashboard', {});
+    expect(s.errors).toContainEqual(expect.objectContaining({ code: 'log warn', message: expect.stringContaining('tightened permissions') }));
+    expect(s.errors_total).toBe(0);
   });
 
   it('ask for the token off loopback, as /metrics does', async () => {

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MAX_ERRORS, SECONDS, TurnRates } from '../../src/main/dashboard/turn-rates.ts';
 import type { OpenTurn, TurnMeterSink } from '../../src/main/turn-ledger.ts';
 import { outcomeCode, type TurnRequest } from '../../src/shared/threads/shard-messages.ts';
+import { createLogger } from '../../src/shared/log.ts';
 
 const T0 = Date.UTC(2026, 11, 2, 17, 0, 0);
 const sec = (ms: number): number => Math.floor(ms / 1000);
@@ -99,5 +100,20 @@ describe('TurnRates', () => {
     r.turnEnded({ ...turn('host', 1), req: { agent: 'host', sender: 's', guest: 'helper' } as unknown as TurnRequest }, outcomeCode('text'));
     expect(r.agent('helper').turns).toBe(1);
     expect(r.agent('host').turns).toBe(0);
+  });
+
+  it('keeps main\'s warnings and errors beside the failed turns, as written: scrubbed, and only those written', () => {
+    const r = new TurnRates(null);
+    const log = createLogger('error', { thread: 'test' }, (level, message, fields) => r.logged(level, message, fields));
+    log.warn({ agent: 'a' }, 'below the level: not written, not kept');
+    log.error({ agent: 'a', sender: 's', token: 'hunter2' }, 'a shard was replaced');
+    log.error(new Error('boom: Authorization: Bearer abc.def.ghi'), 'the writer failed');
+    const [writer, shard, ...rest] = r.recentErrors();
+    expect(rest).toEqual([]);
+    expect(shard).toMatchObject({ agent: 'a', sender: 's', code: 'log error', message: 'a shard was replaced' });
+    expect(writer).toMatchObject({ agent: '', sender: '', code: 'log error' });
+    expect(writer!.message).toMatch(/^the writer failed: boom/);
+    expect(writer!.message).not.toContain('abc.def.ghi');
+    expect(r.totals).toEqual({ turns: 0, errors: 0 });
   });
 });

@@ -88,7 +88,7 @@
     rows('shards', d.shards.map((s) => ({ cells: [s.shard, s.running, s.queued] })), (s) => String(s.cells[0]), 'no shards');
     rows('agents', d.agents.map((a) => ({ name: a.name, cells: [a.name, a.model, { text: String(a.turns), cls: 'turns' }, { text: String(a.errors), cls: a.errors > 0 ? 'bad' : '' }, a.mcps] })), (a) => a.name, 'no agents');
     rows('conversations', d.conversations.map((c) => ({ cells: [c.agent, c.sender, c.running ? { text: 'running', cls: 'good' } : 'idle', c.queued, c.message_count, bytes(c.memory_bytes), { text: c.title, cls: 'title' }] })), null, 'no conversation in memory');
-    rows('errors', d.errors.map((e) => ({ cells: [new Date(e.time).toLocaleTimeString(), e.agent, e.sender, { text: e.code, cls: 'bad' }, { text: e.message, cls: 'msg' }] })), null, 'no failed turn');
+    rows('errors', d.errors.map((e) => ({ cells: [new Date(e.time).toLocaleTimeString(), e.agent, e.sender, { text: e.code, cls: 'bad' }, { text: e.message, cls: 'msg' }] })), null, 'no failed turn, no warning');
     rows('mcps', d.mcps.map((m) => ({ cells: [m.agent, m.name, m.transport, { text: m.status, cls: m.status === 'connected' ? 'good' : m.status === 'failed' ? 'bad' : '' }, m.tool_count, { text: m.error, cls: 'msg' }] })), null, 'no MCP server');
     const c = d.cluster;
     $('cluster-section').hidden = c === null;

@@ -97,7 +97,17 @@ export class TurnRates implements TurnMeterSink {
     counts.errors++;
     const code = TURN_OUTCOMES[outcome]!;
     const message = (t.error?.message || DEFAULT_MESSAGE[code]!).slice(0, MAX_MESSAGE);
-    this.#recent.push({ time: new Date(now).toISOString(), agent, sender: t.req.sender, code: t.error === undefined ? code : `${code} ${t.error.code}`, message });
+    this.#remember({ time: new Date(now).toISOString(), agent, sender: t.req.sender, code: t.error === undefined ? code : `${code} ${t.error.code}`, message });
+  }
+
+  /** A line main logged at warn or above: kept with the failed turns (`log warn`, `log error`), counted in no total. */
+  logged(level: string, message: string, fields: Record<string, unknown>): void {
+    const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+    this.#remember({ time: new Date().toISOString(), agent: str(fields.agent), sender: str(fields.sender), code: `log ${level}`, message: message.slice(0, MAX_MESSAGE) });
+  }
+
+  #remember(e: DashboardError): void {
+    this.#recent.push(e);
     if (this.#recent.length > MAX_ERRORS) this.#recent.shift();
   }
 

@@ -22,7 +22,7 @@ export const COMMAND_OPTIONS = {
   ephemeral: { type: 'boolean', help: '--ephemeral         run on a fresh history and store nothing' },
   'on-busy': { type: 'string', help: '--on-busy MODE      enqueue (default), reject or interrupt when the conversation is busy' },
   agent: { type: 'string', multiple: true, help: '--agent A           only this agent\'s (tokens create: an agent the token may address; repeat for more)' },
-  once: { type: 'boolean', help: '--once              remove the subscription when it first fires' },
+  once: { type: 'boolean', help: '--once              subscribe: remove the subscription when it first fires; top: print one frame and exit' },
   limit: { type: 'string', help: '--limit N           most results (search: 1-20, default 5; runs: 1-1000, default 100)' },
   context: { type: 'string', help: '--context N         messages shown around each hit (default 1)' },
   active: { type: 'boolean', help: '--active            only conversations held in memory now, with running/queued turns' },

@@ -10,7 +10,7 @@ const SECTIONS: [string, (c: Command) => boolean][] = [
   ['agents, models, skills', (c) => /^(agents|models|skills) /.test(c.name)],
   ['MCP servers', (c) => c.name === 'mcps' || c.name.startsWith('mcps ')],
   ['event bus', (c) => ['subscribe', 'unsubscribe', 'subscriptions', 'publish', 'events'].includes(c.name)],
-  ['daemon', (c) => ['ping', 'stats', 'cluster'].includes(c.name)],
+  ['daemon', (c) => ['ping', 'stats', 'top', 'cluster'].includes(c.name)],
   ['this machine (no daemon needed)', (c) => c.local === true],
 ];
 

@@ -48,6 +48,9 @@ import { MetricsService } from './metrics/metrics-service.ts';
 import { CallMetrics } from './metrics/call-metrics.ts';
 import { registerDaemonCounters } from './metrics/daemon-counters.ts';
 import { bothSinks, startTracing, tracing, type Tracing } from './traces/tracing.ts';
+import { TurnRates } from './dashboard/turn-rates.ts';
+import { DashboardRoutes } from './dashboard/dashboard-routes.ts';
+import { buildDashboard } from './dashboard/snapshot.ts';
 import { TurnLedger, type OpenTurn } from './turn-ledger.ts';
 import { collectStats } from './ops/admin.ts';
 import type { DispatchContext } from './ops/op-table.ts';
@@ -248,17 +251,20 @@ export class Daemon implements ConnectionHost, RequesterHost {
  * they feed exists, and then the topology serves.
  */
 async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
-  const log = createLogger(config.logLevel, { thread: 'main' });
+  // Prometheus metrics cost nothing while off: no histograms, no registry.
+  const metrics = config.metrics === null ? null : new MetricsService();
+  // The live view's turn rates are always kept (agentctl top works without metrics); they hand each turn on to the metrics.
+  const rates = new TurnRates(metrics?.turns ?? null);
+  // Main's warnings and errors join the live view's recent errors.
+  const log = createLogger(config.logLevel, { thread: 'main' }, (level, message, fields) => rates.logged(level, message, fields));
   preparePrivateHome(config.home, log);
   const limitLog = new LimitLog(log);
   const limiter = new ConnectionLimiter(config.maxConnections, limitLog);
   const connectionLimits: ConnectionLimits = { ...config, token: resolveTcpToken(config, log), onAuthenticated: (s) => limiter.authenticated(s) };
   const store = config.persist ? config.store : null;
   const writeLock = createWriteLockBuffer();
-  // Metrics cost nothing while off: no meter on the ledger, no registry.
-  const metrics = config.metrics === null ? null : new MetricsService();
   const traces: Tracing | null = config.otlp === null ? null : await startTracing(config.otlp, config.cluster?.node ?? null, (seq: number): OpenTurn | undefined => ledger.get(seq), log);
-  const ledger: TurnLedger = new TurnLedger(bothSinks(metrics?.turns ?? null, traces));
+  const ledger: TurnLedger = new TurnLedger(bothSinks(rates, traces));
   const calls = metrics === null ? null : new CallMetrics(metrics.registry);
   const pool = new ShardPool({
     count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger,
@@ -302,9 +308,11 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     webhooks,
     webhookHosts: config.webhookHosts,
     tokens,
+    dashboard: { rates, perShard: () => ledger.perShard(config.workers) },
   };
   const dispatch = createDispatch(dispatchContext, limitLog);
   if (metrics !== null) registerDaemonCounters(metrics.registry, () => connections.values());
+  metrics?.serve(new DashboardRoutes(() => buildDashboard(dispatchContext), log));
   metrics?.attach({ gather: () => pool.collectTallies(), stats: () => collectStats(dispatchContext), turns: () => ledger.perShard(config.workers), walPath: store?.kind === 'sqlite' ? `${store.path}-wal` : null });
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = guardedDispatch(topology.entry(dispatch));

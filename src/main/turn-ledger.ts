@@ -20,6 +20,8 @@ export interface OpenTurn {
   startedAt: number;
   /** Traces: the W3C traceparent of the turn's parent span (a forwarded call's, from another node); absent for a root. */
   traceparent?: string;
+  /** What its client was told when it failed with an error (set just before it ends). */
+  error?: { code: number; message: string };
 }
 
 /** Told of every turn as it ends (the metrics): how it ended is an index into TURN_OUTCOMES. */
@@ -83,6 +85,12 @@ export class TurnLedger {
     if (t === undefined) return;
     t.started = true;
     t.startedAt = performance.now();
+  }
+
+  /** The shard told what a failing turn's client got: kept for the meters, which see the turn as it ends. */
+  failed(seq: number, error: { code: number; message: string }): void {
+    const t = this.#open.get(seq);
+    if (t !== undefined) t.error = error;
   }
 
   /** Forgets an ended turn; returns it (undefined if unknown, e.g. already taken with its shard). */

@@ -20,7 +20,7 @@ import {
 import { TextDeltaBody } from './text-delta-body.ts';
 import { callMeter } from './call-meter.ts';
 import { OUTPUT_REUSE_MAX_BYTES, outputReturns } from '../shared/threads/output-reuse.ts';
-import { outcomeCode, type ActiveAnswer, type FrameBatch, type RunList, type TurnFinished, type TurnOutcomeName } from '../shared/threads/shard-messages.ts';
+import { outcomeCode, type ActiveAnswer, type FrameBatch, type RunList, type TurnError, type TurnFinished, type TurnOutcomeName } from '../shared/threads/shard-messages.ts';
 
 const INITIAL_SECTION_BYTES = 4096;
 /** Section buffers kept for reuse between flushes. */
@@ -51,7 +51,8 @@ export interface FrameOut {
   finished(record: TurnFinished): void;
   /** A turn (by its seq) started running / sent its last reply: main tracks open turns for its watchdog. */
   turnStarted(seq: number): void;
-  turnEnded(seq: number, outcome: TurnOutcomeName): void;
+  /** `error`: what the client was told, when the turn failed with an error. */
+  turnEnded(seq: number, outcome: TurnOutcomeName, error?: { code: number; message: string }): void;
   activeAnswer(answer: ActiveAnswer): void;
   runList(answer: RunList): void;
   purged(id: number): void;
@@ -72,6 +73,7 @@ export class Outbox implements FrameOut {
   #finished: TurnFinished[] = [];
   #turnsStarted: number[] = [];
   #turnsEnded: number[] = [];
+  #turnErrors: TurnError[] = [];
   readonly #events = new GrowableBytes(Buffer.allocUnsafe(INITIAL_SECTION_BYTES));
   #eventAgents: string[] = [];
   #scheduled = false;
@@ -129,8 +131,9 @@ export class Outbox implements FrameOut {
     this.#schedule();
   }
 
-  turnEnded(seq: number, outcome: TurnOutcomeName): void {
+  turnEnded(seq: number, outcome: TurnOutcomeName, error?: { code: number; message: string }): void {
     this.#turnsEnded.push(seq, outcomeCode(outcome));
+    if (error !== undefined) this.#turnErrors.push({ seq, code: error.code, message: error.message });
     this.#schedule();
   }
 
@@ -253,9 +256,11 @@ export class Outbox implements FrameOut {
       turnsEnded: this.#turnsEnded,
       tallies: callMeter.takeTallies(),
       spans: callMeter.takeSpans(),
+      turnErrors: this.#turnErrors,
     };
     this.#turnsStarted = [];
     this.#turnsEnded = [];
+    if (this.#turnErrors.length > 0) this.#turnErrors = [];
     this.#started = [];
     this.#done = [];
     this.#activeAnswers = [];

@@ -44,7 +44,23 @@ function scrubError(err: Error): Error {
   return copy;
 }
 
-export function createLogger(level: string, bindings: Record<string, unknown> = {}): Logger {
+/** Told of each line written at warn or above, already scrubbed (main's: the live view's recent errors). */
+export type LogSink = (level: 'warn' | 'error' | 'fatal', message: string, fields: Record<string, unknown>) => void;
+
+const SINK_LEVELS: Record<number, 'warn' | 'error' | 'fatal'> = { 40: 'warn', 50: 'error', 60: 'fatal' };
+
+/** A pino call's message and fields: `(msg)`, `(obj, msg)` or `(err, msg)`; an error's message joins the text. */
+function lineOf(args: unknown[]): { message: string; fields: Record<string, unknown> } {
+  const [first, second] = args;
+  if (typeof first === 'string') return { message: first, fields: {} };
+  const err = first instanceof Error ? first : (first as { err?: unknown } | null)?.err;
+  const fields = first instanceof Error || typeof first !== 'object' || first === null ? {} : (first as Record<string, unknown>);
+  const text = typeof second === 'string' ? second : '';
+  const detail = err instanceof Error ? err.message : '';
+  return { message: text !== '' && detail !== '' ? `${text}: ${detail}` : text || detail, fields };
+}
+
+export function createLogger(level: string, bindings: Record<string, unknown> = {}, sink?: LogSink): Logger {
   // A synchronous fd write works the same on main and in worker threads.
   return pino(
     {
@@ -53,8 +69,14 @@ export function createLogger(level: string, bindings: Record<string, unknown> = 
       redact: { paths: REDACT, censor: '[redacted]' },
       // Runs only for lines that are written (their level is enabled): no cost otherwise.
       hooks: {
-        logMethod(args, method) {
-          return method.apply(this, args.map((a) => scrub(a, SCRUB_DEPTH)) as Parameters<typeof method>);
+        logMethod(args, method, lineLevel) {
+          const scrubbed = args.map((a) => scrub(a, SCRUB_DEPTH));
+          const named = SINK_LEVELS[lineLevel];
+          if (sink !== undefined && named !== undefined) {
+            const { message, fields } = lineOf(scrubbed);
+            sink(named, message, fields);
+          }
+          return method.apply(this, scrubbed as Parameters<typeof method>);
         },
       },
     },

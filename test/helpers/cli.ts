@@ -16,12 +16,12 @@ export interface CtlResult {
   stderr: string;
 }
 
-/** Starts `agentctl ARGS` with `--socket` unless `socket` is null; the caller collects output. */
-export function spawnCtl(socket: string | null, args: string[], env: Record<string, string | undefined> = {}): ChildProcess {
+/** Starts `agentctl ARGS` with `--socket` unless `socket` is null; the caller collects output (and writes its stdin, with `stdin: 'pipe'`). */
+export function spawnCtl(socket: string | null, args: string[], env: Record<string, string | undefined> = {}, stdin: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
   const full = socket === null ? args : [...args, '--socket', socket];
   const childEnv: Record<string, string | undefined> = { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...env };
   for (const k of Object.keys(childEnv)) if (childEnv[k] === undefined) delete childEnv[k];
-  return spawn(process.execPath, [AGENTCTL, ...full], { cwd: ROOT, env: childEnv as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [AGENTCTL, ...full], { cwd: ROOT, env: childEnv as NodeJS.ProcessEnv, stdio: [stdin, 'pipe', 'pipe'] });
 }
 
 /** Collects a spawned process's output until it exits. */

@@ -12,6 +12,7 @@ import type { WebhookHub } from '../../src/main/webhooks/webhook-hub.ts';
 import { TokenService } from '../../src/main/auth/token-service.ts';
 import { validateAgentConfig } from '../../src/shared/config-checks.ts';
 import { createLogger } from '../../src/shared/log.ts';
+import { TurnRates } from '../../src/main/dashboard/turn-rates.ts';
 import type { ToShard } from '../../src/shared/threads/shard-messages.ts';
 
 /** A dispatch over fakes: the pool records what it was asked to route; replies are collected. */
@@ -41,6 +42,7 @@ function harness() {
     webhooks: {} as WebhookHub,
     webhookHosts: [],
     tokens: new TokenService({ storage: null, log: createLogger('silent'), live: () => [] }),
+    dashboard: { rates: new TurnRates(null), perShard: () => ({ running: [0, 0], queued: [0, 0] }) },
   };
   const replies: [number, any][] = [];
   const from: Requester = { id: 42, reply: (req, value) => replies.push([req, value]), backlog: () => 0, write: () => {} };
@@ -117,7 +119,7 @@ describe('dispatch', () => {
   it('lists every operation it serves, once each', () => {
     const names = operationNames();
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(47);
-    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'create_schedule', 'list_schedules', 'delete_schedule', 'get_run', 'list_runs', 'join_run', 'steer', 'approve_tool', 'create_token', 'list_tokens', 'revoke_token']) expect(names).toContain(n);
+    expect(names.length).toBe(48);
+    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'get_dashboard', 'create_schedule', 'list_schedules', 'delete_schedule', 'get_run', 'list_runs', 'join_run', 'steer', 'approve_tool', 'create_token', 'list_tokens', 'revoke_token']) expect(names).toContain(n);
   });
 });

@@ -1,6 +1,7 @@
 /** The daemon: ping, stats, cluster (PROTOCOL §4.9). */
 import { type Command, type Context, Exit } from '../command.ts';
 import { duration } from '../output.ts';
+import { top } from './top.ts';
 
 const ping: Command = {
   name: 'ping',
@@ -66,4 +67,4 @@ const cluster: Command = {
   },
 };
 
-export const daemonCommands: Command[] = [ping, stats, cluster];
+export const daemonCommands: Command[] = [ping, stats, top, cluster];

@@ -69,6 +69,8 @@ export const SCOPE_TABLE: { readonly [Op in OperationName]: ScopeRule } = {
   ping: { scopes: 'any', binding: FREE },
   auth: { scopes: 'any', binding: FREE },
   get_stats: { scopes: ['read'], binding: FREE },
+  // The live view shows every conversation and error: a bound token cannot be narrowed to it.
+  get_dashboard: READ_LIST,
   // Agents, models, skills.
   list_agents: READ_LIST,
   get_agent: { scopes: ['read'], binding: agentArg('name', true) },

@@ -296,6 +296,7 @@ export class ShardPool {
     }
     // A finished turn's `done` fires its chain's next turns before the turn itself counts as ended.
     for (const f of batch.finished) outputs.finished(f);
+    for (const e of batch.turnErrors) this.#opts.ledger.failed(e.seq, e);
     const ended = batch.turnsEnded; // pairs: seq, outcome
     for (let i = 0; i < ended.length; i += 2) this.#turnGone(this.#opts.ledger.ended(ended[i]!, ended[i + 1]!), outputs);
     for (let i = 0; i < done.length; i += 2) {

@@ -13,11 +13,14 @@ import type { Logger } from '../../shared/log.ts';
 import { sameSecret } from '../net/token.ts';
 import { registerDaemonGauges, type GaugeSources } from './daemon-gauges.ts';
 import { TurnMeter } from './turn-meter.ts';
+import type { ExtraRoutes } from '../dashboard/dashboard-routes.ts';
 
 export class MetricsService {
   readonly registry = new Registry();
   readonly turns = new TurnMeter(this.registry);
   #refresh: () => Promise<void> = async () => {};
+  /** Routes besides /metrics (the dashboard), behind the same auth. */
+  #routes: ExtraRoutes | null = null;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -26,6 +29,11 @@ export class MetricsService {
   /** The daemon's counters, read at each scrape. */
   attach(sources: GaugeSources): void {
     this.#refresh = registerDaemonGauges(this.registry, sources);
+  }
+
+  /** Serves `routes` too (before listen). */
+  serve(routes: ExtraRoutes): void {
+    this.#routes = routes;
   }
 
   /** The text a scrape gets. */
@@ -46,6 +54,7 @@ export class MetricsService {
     const bound = server.address();
     writeFileSync(portFile, `${typeof bound === 'object' && bound !== null ? bound.port : addr.port}\n`, { mode: 0o600 });
     chmodSync(portFile, 0o600);
+    this.#routes?.listening(server);
     return server;
   }
 
@@ -56,6 +65,7 @@ export class MetricsService {
       if (presented === undefined || !sameSecret(presented, token)) return plain(res, 401, 'a token is required: Authorization: Bearer <token>\n');
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return plain(res, 405, 'only GET\n');
+    if (path !== '/metrics' && this.#routes?.handle(req, res, path ?? '/') === true) return;
     if (path !== '/metrics') return plain(res, 404, 'not found: the metrics are at /metrics\n');
     try {
       const body = await this.scrape();

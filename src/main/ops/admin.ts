@@ -1,6 +1,7 @@
 /** The daemon itself: liveness, authentication (a no-op once through) and statistics. */
 import { VERSION } from '../../shared/version.ts';
 import type { Stats } from '../../shared/wire/ops.ts';
+import { buildDashboard } from '../dashboard/snapshot.ts';
 import { op, type DispatchContext, type OpTable } from './op-table.ts';
 
 /** What `get_stats` answers (the metrics read it too). */
@@ -27,9 +28,10 @@ export async function collectStats(ctx: DispatchContext): Promise<Stats> {
   };
 }
 
-export const adminOps: OpTable<'ping' | 'auth' | 'get_stats'> = {
+export const adminOps: OpTable<'ping' | 'auth' | 'get_stats' | 'get_dashboard'> = {
   ping: op(() => ({}), { duringShutdown: true }),
   // On a transport without a token, or after authenticating, `auth` is a no-op.
   auth: op(() => ({}), { duringShutdown: true }),
   get_stats: op(collectStats, { duringShutdown: true }),
+  get_dashboard: op(buildDashboard, { duringShutdown: true }),
 };

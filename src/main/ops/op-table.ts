@@ -20,6 +20,7 @@ import type { ScheduleEngine } from '../schedules/schedule-engine.ts';
 import type { WebhookHub } from '../webhooks/webhook-hub.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { TokenService } from '../auth/token-service.ts';
+import type { DashboardFeed } from '../dashboard/turn-rates.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {
@@ -63,6 +64,8 @@ export interface DispatchContext {
   webhookHosts: readonly string[];
   /** Scoped tokens (main/auth/). */
   tokens: TokenService;
+  /** The live view's sources (`get_dashboard`, main/dashboard/). */
+  dashboard: DashboardFeed;
 }
 
 /** Returned by handlers whose reply comes later as frames (from a shard, or an observer stream). */

@@ -174,7 +174,7 @@ export class TurnReply {
   /** The run's last frame: `end` on the stream (and for joiners), or `send`'s one answer (`answer`, which carries the run id). */
   #finish(end: EndEvent, answer: () => ReplyBody<'send'> | ErrorBody): void {
     const req = this.#req;
-    this.#outbox.turnEnded(req.seq, end.stop_reason);
+    this.#outbox.turnEnded(req.seq, end.stop_reason, end.stop_reason === StopReason.Error ? { code: Code.Internal, message: end.error } : undefined);
     if (this.#framing) this.#send('end', end as unknown as Body, true);
     if (req.mode === 'send') {
       const body = answer();
@@ -191,7 +191,7 @@ export class TurnReply {
 
   /** Refuses the request before it was queued (no run, no `start`). */
   error(code: Code, message: string): void {
-    this.#outbox.turnEnded(this.#req.seq, 'refused');
+    this.#outbox.turnEnded(this.#req.seq, 'refused', { code, message });
     if (this.#req.mode === 'event') return;
     this.#outbox.frame(this.#req.conn, this.#req.req, true, errorBody({ code, message }));
   }

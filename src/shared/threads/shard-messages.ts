@@ -311,6 +311,8 @@ export interface FrameBatch {
   turnsStarted: number[];
   /** Turns that sent their last reply, as pairs: seq, then how it ended (an index into TURN_OUTCOMES). */
   turnsEnded: number[];
+  /** Of those, the failed ones whose client got an error: its code and text (the live view's recent errors). */
+  turnErrors: TurnError[];
   /** The shard's tallies of calls since the last TalliesQuery, in the batch that answers the next one; null otherwise. */
   tallies: Tally[] | null;
   /** Its turns' timed calls since its last batch (while `observe.spans`); null when nothing. */
@@ -333,6 +335,12 @@ export interface CallRecord {
   /** model: the tokens it read and wrote. */
   inputTokens?: number;
   outputTokens?: number;
+}
+
+export interface TurnError {
+  seq: number;
+  code: number;
+  message: string;
 }
 
 export interface TurnFinished {

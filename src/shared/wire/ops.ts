@@ -16,6 +16,7 @@ import type { ScheduleOperations } from './schedules.ts';
 import type { WebhookOperations } from './webhooks.ts';
 import type { RunOperations } from './runs.ts';
 import type { TokenOperations } from './tokens.ts';
+import type { DashboardOperations } from './dashboard.ts';
 
 // Each area declares its own types and operations; this module is the one
 // door the client, main and the shards import them through.
@@ -30,9 +31,10 @@ export type * from './schedules.ts';
 export type * from './webhooks.ts';
 export type * from './runs.ts';
 export type * from './tokens.ts';
+export type * from './dashboard.ts';
 
 /** Every operation: its argument map, its reply variant and the variant's value. */
-export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations, TokenOperations {}
+export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations, TokenOperations, DashboardOperations {}
 
 export type OperationName = keyof Operations;
 export type ArgsOf<Op extends OperationName> = Operations[Op]['args'];
@@ -67,6 +69,7 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   ping: 'pong',
   auth: 'pong',
   get_stats: 'stats',
+  get_dashboard: 'dashboard',
   list_mcps: 'mcp_list',
   upsert_mcp: 'mcp_info',
   delete_mcp: 'pong',

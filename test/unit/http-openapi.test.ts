@@ -106,10 +106,12 @@ describe('the OpenAPI document', () => {
   });
 });
 
-describe('docs/http.md', () => {
-  it('lists every REST route, and no route that is not mounted', () => {
-    const text = readFileSync(new URL('../../docs/http.md', import.meta.url), 'utf8');
-    const listed = [...text.matchAll(/^\| `(GET|POST|PUT|PATCH|DELETE) (\/v1\/[^`]*)` \|/gm)].map((m) => `${m[1]} ${m[2]}`).sort();
+describe('docs/http.md and docs/http-ecosystem.md', () => {
+  it('with http-ecosystem.md, lists every route, and no route that is not mounted', () => {
+    const text = ['http.md', 'http-ecosystem.md'].map((f) => readFileSync(new URL(`../../docs/${f}`, import.meta.url), 'utf8')).join('\n');
+    // A route is named in a table's first cell or in a heading (the ecosystem's routes: `### \`POST /v1/responses\``).
+    const named = [...text.matchAll(/^(?:\| |#+ (?:[^`\n]*: )?)((?:`(?:GET|POST|PUT|PATCH|DELETE) \/[^`]*`(?:, )?)+)/gm)].flatMap((m) => [...m[1]!.matchAll(/`(\S+) (\/[^`]*)`/g)]);
+    const listed = [...new Set(named.map((m) => `${m[1]} ${m[2]}`))].sort();
     expect(listed).toEqual(router.routes().map((r) => `${r.method} ${r.path}`).sort());
   });
 });

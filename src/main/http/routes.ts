@@ -58,7 +58,8 @@ const AGENTS: RestSpec[] = [
     body: ANY_MAP, args: (i) => ({ name: i.params.agent, config: i.body }),
   },
   { method: 'DELETE', path: '/v1/agents/{agent}', op: 'delete_agent', tag: 'agents', summary: 'Delete an agent and its conversations', reply: 'pong: {}', args: named },
-  { method: 'GET', path: '/v1/models', op: 'list_models', tag: 'models', summary: 'The models the providers offer', reply: 'model_list' },
+  // `GET /v1/models` is OpenAI's (the agents, eco/openai-chat.ts); the providers' models live beside their active one.
+  { method: 'GET', path: '/v1/models/available', op: 'list_models', tag: 'models', summary: 'The models the providers offer, and the active one', reply: 'model_list' },
   { method: 'PUT', path: '/v1/models/active', op: 'set_active_model', tag: 'models', summary: 'Set the active model', reply: 'pong: {}', body: z.object({ model: z.string() }) },
   { method: 'GET', path: '/v1/skills', op: 'list_skills', tag: 'skills', summary: 'Every skill', reply: 'skill_list' },
   { method: 'GET', path: '/v1/skills/{name}', op: 'get_skill', tag: 'skills', summary: 'One skill\'s body', reply: 'skill_body' },
@@ -114,6 +115,13 @@ const ADMIN_OPS: RestSpec[] = [
     method: 'GET', path: '/v1/webhooks/{name}/deliveries', op: 'webhook_deliveries', tag: 'webhooks', summary: 'A webhook\'s deliveries', reply: 'webhook_deliveries',
     query: z.object({ status: str('pending, delivered or failed'), limit: uint('1 to 1000 (default 100)') }),
   },
+  { method: 'GET', path: '/v1/dashboard', op: 'get_dashboard', tag: 'daemon', summary: 'The live view: turn rates and latency, shards, busiest conversations, errors, MCP servers, cluster', reply: 'dashboard (PROTOCOL §4.9)' },
+  { method: 'GET', path: '/v1/tokens', op: 'list_tokens', tag: 'tokens', summary: 'Scoped tokens, without secrets', reply: 'tokens (PROTOCOL §4.14)' },
+  {
+    method: 'POST', path: '/v1/tokens', op: 'create_token', tag: 'tokens', summary: 'Create a scoped token: its secret is shown once (PROTOCOL §4.14)', reply: 'token',
+    body: z.object({ scopes: z.array(z.string()), agents: z.array(z.string()).optional(), sender: z.string().optional(), label: z.string().optional() }),
+  },
+  { method: 'DELETE', path: '/v1/tokens/{id}', op: 'revoke_token', tag: 'tokens', summary: 'Revoke a token at once', reply: 'pong: {}' },
 ];
 
 /** Every REST route of the table. */

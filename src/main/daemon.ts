@@ -13,7 +13,6 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResolvedConfig } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
-import { CHECKPOINT_INTERVAL_MS, INDEX_BATCH, INDEX_INTERVAL_MS } from '../storage/sqlite/db.ts';
 import { createWriteLockBuffer } from '../storage/sqlite/write-lock.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { AgentService } from './agent-service.ts';
@@ -24,18 +23,14 @@ import { Connection, type ConnectionHost, type ConnectionLimits } from './net/co
 import { createDispatch, type Dispatch } from './dispatch.ts';
 import { LimitLog } from './limit-log.ts';
 import { closeServer, listenTcp, listenUnix } from './net/listeners.ts';
-import { preparePrivateHome, tightenDatabaseFiles } from './private-files.ts';
+import { preparePrivateHome } from './private-files.ts';
 import { resolveTcpToken } from './net/token.ts';
 import { ConnectionLimiter } from './net/connection-limit.ts';
-import { ShardPool, type ShardOutputs } from './hosts/shard-pool.ts';
-import { EventBus, type SubscriptionInfo } from './bus/event-bus.ts';
+import { ShardPool } from './hosts/shard-pool.ts';
 import { limitsOf } from './limits.ts';
 import { ObserverHub } from './bus/observers.ts';
 import { StoragePool } from './hosts/storage-pool.ts';
 import { startWriter, type WriterHost } from './hosts/writer-host.ts';
-import { readStartupState, type StartupState } from './startup-state.ts';
-import { describeStore, type StoreLocation } from '../shared/store-location.ts';
-import { chainCutEvent } from './bus/chain-budget.ts';
 import { McpHub } from './hosts/mcp-hub.ts';
 import { registerCluster } from '../cluster/cluster-topology.ts';
 import { LocalTopology } from './local-topology.ts';
@@ -58,10 +53,9 @@ import { authenticator, TokenService } from './auth/token-service.ts';
 import { guardedDispatch } from './auth/authorize.ts';
 import type { Authenticate } from './auth/principal.ts';
 import type { HttpRequester, RequesterHost } from './http/http-requester.ts';
+import { createBus, openStorage, shardOutputs } from './daemon-parts.ts';
 import { startHttp, type HttpListener } from './http/start.ts';
 
-/** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
-const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
 /** How long a closing connection may take to flush before it is cut. */
 const CONNECTION_CLOSE_MS = 500;
 
@@ -325,95 +319,6 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   await webhooks.start();
   tokens.startSweeping();
   return { config, log, lifecycle, connections, requesters, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics, tokens, authenticate: authenticator(connectionLimits.token, tokens) };
-}
-
-type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;
-
-/** The event bus: a fired subscription's turn starts where the topology runs its pair. */
-function createBus(
-  config: ResolvedConfig,
-  p: { storage: StoragePool | null; log: Logger; agents: AgentRegistry; topology: Topology; pool: ShardPool; agentEvents: AgentEvents },
-  subscriptions: readonly SubscriptionInfo[],
-): EventBus {
-  const { agents, log, topology, pool } = p;
-  const fire = (sub: SubscriptionInfo, payload: string, depth: number, chain: number, turnId: string | null): boolean => {
-    if (agents.has(sub.target_agent)) return topology.fire(sub, payload, depth, chain, turnId);
-    log.warn({ subscription: sub.id, agent: sub.target_agent }, 'fired subscription names an agent that no longer exists');
-    return false;
-  };
-  return new EventBus({
-    storage: p.storage, log, fire, maxChainTurns: config.maxChainTurns, maxSubscriptions: config.maxSubscriptions,
-    chainCut: (sub, max) => p.agentEvents([sub.target_agent], [chainCutEvent(sub, max)]),
-    cluster: topology.sharedSubscriptions,
-    doneWatchChanged: (watched) => pool.broadcast({ type: 'done_watch', agents: watched }),
-  }, subscriptions);
-}
-
-interface ShardFeeds {
-  agents: AgentRegistry;
-  store: StoreLocation | null;
-  writeLock: SharedArrayBuffer;
-  harness: HarnessHost;
-  mcp: McpHub;
-  writer: WriterHost | null;
-  topology: Topology;
-  connections: Map<number, Connection>;
-  requesters: Map<number, HttpRequester>;
-  bus: EventBus;
-  log: Logger;
-  agentEvents: AgentEvents;
-}
-
-/** What each shard starts with, and where its outputs go. */
-function shardOutputs(config: ResolvedConfig, f: ShardFeeds): ShardOutputs {
-  const { topology, connections, bus, log } = f;
-  const crashToken = process.env[CRASH_TOKEN_ENV] || null;
-  if (crashToken !== null) log.warn(`${CRASH_TOKEN_ENV} is set: shard fault injection is on (tests only)`);
-  const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
-  return {
-    init: (index) => ({
-      index, shards: config.workers, agents: f.agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
-      crashToken, store: f.store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock: f.writeLock,
-      harnessPort: f.harness.portForShard(), mcpPort: f.mcp.portForShard(), writerPort: f.writer?.portForShard() ?? null, fences: topology.fences,
-      runRetentionMs: config.runRetentionMs, observe: { metrics: config.metrics !== null, spans: config.otlp !== null },
-    }),
-    // A forwarded call keeps views of the bytes: it takes no `written`, so their buffer stays in main.
-    deliver: (conn, frames, written) => {
-      const local = connections.get(conn) ?? f.requesters.get(conn);
-      if (local !== undefined) return local.write(frames, written);
-      const forwarded = topology.forwarded(conn);
-      if (forwarded !== undefined) forwarded.write(frames);
-      else written?.(); // the connection is gone: nothing holds the bytes
-    },
-    agentEvents: f.agentEvents,
-    finished: ({ agent, text, depth, chain }) => {
-      bus.publish(`agent:${agent}:done`, text, depth, chain).catch((err: unknown) => log.error({ err, agent }, 'publishing a done event failed'));
-    },
-    chainTurnEnded: (chain) => bus.chainTurnEnded(chain),
-  };
-}
-
-/**
- * Starts the storage threads and has one prepare the store (schema, agents
- * seeded once) and read the start-up state, before any shard starts. A store
- * that cannot be used (a newer schema, an unreachable server) fails the start
- * and is left as it was.
- */
-async function openStorage(config: ResolvedConfig, store: StoreLocation | null, writeLock: SharedArrayBuffer, log: Logger): Promise<{ storage: StoragePool | null; startup: StartupState }> {
-  if (store === null) return { storage: null, startup: await readStartupState(null, config, log) };
-  if (store.kind === 'sqlite') tightenDatabaseFiles(store.path, log);
-  const storage = new StoragePool(config.storageThreads, { store, writeLock, logLevel: config.logLevel }, (err) => log.error({ err }, 'a storage thread failed'), config.searchTimeoutMs);
-  let startup: StartupState;
-  try {
-    startup = await readStartupState(storage, config, log);
-  } catch (err) {
-    await storage.destroy();
-    throw err;
-  }
-  log.info({ store: describeStore(store) }, 'store ready');
-  storage.startMaintenance(CHECKPOINT_INTERVAL_MS, config.walMaxBytes, (err) => log.warn({ err }, 'store upkeep (checkpoint) failed'));
-  storage.startIndexing(INDEX_INTERVAL_MS, INDEX_BATCH, (err) => log.warn({ err }, 'search indexing failed'));
-  return { storage, startup };
 }
 
 export function startDaemon(config: ResolvedConfig): Promise<Daemon> {

@@ -3,6 +3,8 @@
  * (docs/http.md): the same dispatch as the socket protocol, the same errors
  * as HTTP statuses, bearer auth, body limits.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, startDaemon, testDaemon, type Daemon } from '../helpers/daemon.ts';
 import { curl, curlJson, httpTarget, type HttpTarget } from '../helpers/http.ts';
@@ -88,6 +90,16 @@ describe('turns', () => {
     expect(r.headers.toLowerCase()).toContain('connection: close');
     const chunked = await curl(t, '/v1/agents/assistant/conversations/big/turns', ['-X', 'POST', '-H', 'Transfer-Encoding: chunked', '--data-binary', big]);
     expect(chunked.status).toBe(413);
+    // Over 1 MiB curl asks `Expect: 100-continue`: refused before any 100, so the body is never sent.
+    const file = join(d.home, 'huge-body.json');
+    writeFileSync(file, 'x'.repeat(2 * 1024 * 1024));
+    const huge = await curl(t, '/v1/agents/assistant/conversations/big/turns', ['-X', 'POST', '-H', 'Expect: 100-continue', '--data-binary', `@${file}`]);
+    expect(huge.status).toBe(413);
+    const unauthed = await curl(t, '/v1/agents/assistant/conversations/big/turns', ['-X', 'POST', '-H', 'Expect: 100-continue', '--data-binary', `@${file}`], null);
+    expect(unauthed.status).toBe(401);
+    const fine = await curl(t, '/v1/agents/assistant/conversations/big/turns', ['-X', 'POST', '-H', 'Expect: 100-continue', '--data-binary', JSON.stringify({ content: 'continued' })]);
+    expect(fine.headers).toContain('100 Continue');
+    expect(fine.body).toContain('"content":"continued"');
     expect((await turn('assistant', 'big', { content: 'small' })).status).toBe(200);
   });
 

@@ -16,7 +16,7 @@ import type { Logger } from '../../shared/log.ts';
 import { ADMIN, type Authenticate, type Principal } from '../auth/principal.ts';
 import type { ConnectionLimiter } from '../net/connection-limit.ts';
 import type { Dispatch } from '../dispatch.ts';
-import { readJsonObject, sendError, sendJson } from './http-io.ts';
+import { announcedLength, readJsonObject, sendError, sendJson, tooLarge } from './http-io.ts';
 import { HttpRequester, type RequesterHost } from './http-requester.ts';
 import type { HttpExchange, HttpRouter } from './router.ts';
 
@@ -57,7 +57,9 @@ export async function listenHttp(o: HttpListenerOptions): Promise<HttpListener> 
     throw new Error(`refusing to serve HTTP on ${o.addr.host}:${o.addr.port} without a token: without one, http is for loopback addresses only; set "token" in the config or AGENTD_TOKEN`);
   }
   const authed = new WeakSet<Socket>();
-  const http = createHttpServer({ keepAlive: true, noDelay: true }, (req, res) => void serve(o, authed, req, res));
+  const http = createHttpServer({ keepAlive: true, noDelay: true }, (req, res) => void serve(o, authed, req, res, false));
+  // `Expect: 100-continue` (curl's large bodies): the client sends its body only once the request is authenticated, routed and under the limit.
+  http.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => void serve(o, authed, req, res, true));
   http.headersTimeout = Math.min(o.authTimeoutMs, 60_000);
   http.keepAliveTimeout = 5_000;
   const admit = o.limiter.admit((socket: Socket, _transport: 'http') => {
@@ -111,7 +113,7 @@ async function authenticate(o: HttpListenerOptions, authed: WeakSet<Socket>, req
   return principal;
 }
 
-async function serve(o: HttpListenerOptions, authed: WeakSet<Socket>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function serve(o: HttpListenerOptions, authed: WeakSet<Socket>, req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): Promise<void> {
   let url: URL;
   try {
     url = new URL(req.url ?? '/', 'http://agentd');
@@ -130,7 +132,7 @@ async function serve(o: HttpListenerOptions, authed: WeakSet<Socket>, req: Incom
   if ('allowed' in found) {
     return sendJson(res, 405, { error: { code: 405, message: `${req.method} is not allowed on ${url.pathname}; allowed: ${found.allowed.join(', ')}` } }, { allow: found.allowed.join(', ') });
   }
-  const x = exchange(o, req, res, url, found.params, principal);
+  const x = exchange(o, { req, res, expectsContinue }, url, found.params, principal);
   try {
     await found.route.handler(req, res, x);
   } catch (err) {
@@ -139,7 +141,15 @@ async function serve(o: HttpListenerOptions, authed: WeakSet<Socket>, req: Incom
   }
 }
 
-function exchange(o: HttpListenerOptions, req: IncomingMessage, res: ServerResponse, url: URL, params: Record<string, string>, principal: Principal): HttpExchange {
+interface Pending {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** The client waits for `100 Continue` before it sends the body. */
+  expectsContinue: boolean;
+}
+
+function exchange(o: HttpListenerOptions, p: Pending, url: URL, params: Record<string, string>, principal: Principal): HttpExchange {
+  const { req, res } = p;
   let requester: HttpRequester | null = null;
   const get = (): HttpRequester => {
     if (requester !== null) return requester;
@@ -161,6 +171,12 @@ function exchange(o: HttpListenerOptions, req: IncomingMessage, res: ServerRespo
     principal,
     requester: get,
     call: (op, args) => get().call(op, args),
-    readJson: () => readJsonObject(req, o.maxBodyBytes),
+    readJson: () => {
+      const announced = announcedLength(req);
+      if (announced !== null && announced > o.maxBodyBytes) return Promise.reject(tooLarge(announced, o.maxBodyBytes));
+      if (p.expectsContinue) res.writeContinue();
+      p.expectsContinue = false;
+      return readJsonObject(req, o.maxBodyBytes);
+    },
   };
 }

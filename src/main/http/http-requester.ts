@@ -109,6 +109,16 @@ export class HttpRequester implements Requester, FrameSink {
     return this.#output?.writableLength ?? 0;
   }
 
+  /** Resolves once the response has no unsent bytes (at once when none wait, or it closed). */
+  drained(): Promise<void> {
+    const out = this.#output;
+    if (out === null || this.#closed || out.writableLength === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      out.once('drain', () => resolve());
+      out.once('close', () => resolve());
+    });
+  }
+
   onFrame(req: number, flags: number, body: Uint8Array): void {
     let value: unknown;
     try {

@@ -42,8 +42,8 @@ export function registerDaemonGauges(registry: Registry, sources: GaugeSources):
   };
   byListener('agentd_connections', 'Open client connections, by listener', (s) => s.connections_by_listener, 'gauge');
   byListener('agentd_connections_refused_total', 'Connections refused with 429 (max_connections), by listener', (s) => s.refused_connections, 'counter');
-  gauge('agentd_connections_unauthenticated', 'TCP connections not authenticated yet', (s) => s.unauthenticated_connections);
-  counter('agentd_connections_unauthenticated_evicted_total', 'Unauthenticated TCP connections closed to make room for newer ones', (s) => s.unauthenticated_evicted);
+  gauge('agentd_connections_unauthenticated', 'TCP and HTTP connections not authenticated yet', (s) => s.unauthenticated_connections);
+  counter('agentd_connections_unauthenticated_evicted_total', 'Unauthenticated TCP and HTTP connections closed to make room for newer ones', (s) => s.unauthenticated_evicted);
   gauge('agentd_conversations_in_memory', 'Conversations held in the shards\' memory', (s) => s.active_conversations);
   gauge('agentd_conversation_bytes', 'Approximate bytes of history held in memory (memory_bytes bounds it)', (s) => s.conversation_bytes);
   gauge('agentd_agents', 'Agents registered', (s) => s.registered_agents);

@@ -36,6 +36,7 @@ import * as agents from './suites/agents.ts';
 import * as mcp from './suites/mcp.ts';
 import * as cluster from './suites/cluster.ts';
 import * as designFloor from './suites/design-floor.ts';
+import * as openai from './suites/openai.ts';
 
 const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   micro: micro.run,
@@ -52,6 +53,7 @@ const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   memory: memory.run,
   cluster: cluster.run,
   floor: designFloor.run,
+  openai: openai.run,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, suite: { type: 'string' }, workers: { type: 'string' }, baseline: { type: 'string' } } });

@@ -38,6 +38,7 @@ import * as cluster from './suites/cluster.ts';
 import * as designFloor from './suites/design-floor.ts';
 import * as http from './suites/http.ts';
 import * as metricsCost from './suites/metrics-cost.ts';
+import * as openai from './suites/openai.ts';
 
 const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   micro: micro.run,
@@ -56,6 +57,7 @@ const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
   floor: designFloor.run,
   http: http.run,
   metrics: metricsCost.run,
+  openai: openai.run,
 };
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, suite: { type: 'string' }, workers: { type: 'string' }, baseline: { type: 'string' } } });

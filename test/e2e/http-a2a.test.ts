@@ -6,7 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState, type Message, type Task } from '@a2a-js/sdk';
-import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
+import { Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, startDaemon } from '../helpers/daemon.ts';
 import { httpParts, type HttpDaemon } from '../helpers/http-daemon.ts';
@@ -22,8 +23,8 @@ afterAll(() => cleanup(h.daemon));
 
 function factory(): ClientFactory {
   return new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-    transports: [new JsonRpcTransportFactory({ fetchImpl: authedFetch, legacyCompat: { enabled: true } })],
-    cardResolver: new DefaultAgentCardResolver({ fetchImpl: authedFetch, legacyCompat: { enabled: true } }),
+    transports: [new JsonRpcTransportFactory({ fetchImpl: authedFetch })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl: authedFetch }),
   }));
 }
 
@@ -47,12 +48,16 @@ async function history(agent: string, sender: string): Promise<string[]> {
   }
 }
 
-describe('A2A', () => {
+describe('A2A 1.0 (the SDK client\'s own protocol)', () => {
   it('serves each agent\'s card, and the directory card; cards need the token', async () => {
-    const card = await new DefaultAgentCardResolver({ fetchImpl: authedFetch, legacyCompat: { enabled: true } }).resolve(`${h.base}/a2a/assistant/`);
+    const card = await new DefaultAgentCardResolver({ fetchImpl: authedFetch }).resolve(`${h.base}/a2a/assistant/`);
     expect(card.name).toBe('assistant');
     expect(card.description).toBe('echoes');
     expect(card.capabilities?.streaming).toBe(true);
+    expect(card.supportedInterfaces.map((i) => [i.url, i.protocolBinding, i.protocolVersion])).toEqual([
+      [`${h.base}/a2a/assistant`, 'JSONRPC', '1.0'],
+      [`${h.base}/a2a/assistant`, 'JSONRPC', '0.3'],
+    ]);
     const raw = await (await authedFetch(`${h.base}/.well-known/agent-card.json`)).json() as { url: string; skills: { id: string }[] };
     expect(raw.url).toBe(`${h.base}/a2a`);
     expect(raw.skills.map((s) => s.id)).toEqual(['assistant', 'other']);
@@ -99,5 +104,36 @@ describe('A2A', () => {
     expect(await history('other', 'ctx-3')).toEqual(['to other', 'to other']);
     await expect(client.sendMessage(send(userMessage('to nobody', 'ctx-4')))).rejects.toThrow(/name the agent/);
     await expect(history('assistant', 'ctx-4')).rejects.toMatchObject({ code: 404 });
+  });
+});
+
+describe('A2A 0.3 (message/send, message/stream, tasks/get), through the SDK\'s 0.3 transport', () => {
+  async function legacyClient(): Promise<Client> {
+    const card = await new DefaultAgentCardResolver({ fetchImpl: authedFetch }).resolve(`${h.base}/a2a/assistant/`);
+    return new Client(new LegacyJsonRpcTransport({ endpoint: `${h.base}/a2a/assistant`, fetchImpl: authedFetch }), card);
+  }
+
+  it('message/send answers a completed task, message/stream its events, tasks/get the run', async () => {
+    const client = await legacyClient();
+    const task = (await client.sendMessage(send(userMessage('legacy hello', 'ctx-l1')))) as Task;
+    expect(task.contextId).toBe('ctx-l1');
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(textOf(task.artifacts[0]?.parts)).toBe('legacy hello');
+    const events = [];
+    for await (const e of client.sendMessageStream(send(userMessage('legacy streamed words', 'ctx-l1')))) events.push(e);
+    expect(events.map((e) => e.payload?.$case)[0]).toBe('task');
+    expect(events.flatMap((e) => (e.payload?.$case === 'artifactUpdate' ? [textOf(e.payload.value.artifact?.parts)] : [])).join('')).toBe('legacy streamed words');
+    expect((await client.getTask({ tenant: '', id: task.id })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(await history('assistant', 'ctx-l1')).toEqual(['legacy hello', 'legacy hello', 'legacy streamed words', 'legacy streamed words']);
+  });
+
+  it('speaks 0.3\'s own JSON on the wire; an unknown method is -32601, a body that is not JSON -32700', async () => {
+    const rpc = async (body: string): Promise<{ result?: { kind: string; status: { state: string } }; error?: { code: number } }> =>
+      (await (await authedFetch(`${h.base}/a2a/assistant`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).json()) as never;
+    const sent = await rpc(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'message/send', params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'raw' }], contextId: 'ctx-raw' } } }));
+    expect(sent.result).toMatchObject({ kind: 'task', contextId: 'ctx-raw', status: { state: 'completed' } });
+    expect((await rpc(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tasks/nothing' }))).error?.code).toBe(-32004);
+    expect((await rpc(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'nothing' }))).error?.code).toBe(-32601);
+    expect((await rpc('{not json')).error?.code).toBe(-32700);
   });
 });

@@ -5,18 +5,31 @@
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, startDaemon } from '../helpers/daemon.ts';
+import { cleanup, startDaemon, waitFor } from '../helpers/daemon.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { httpParts, type HttpDaemon } from '../helpers/http-daemon.ts';
 
 let h: HttpDaemon;
 let openai: OpenAI;
+let api: FakeOpenAI;
 
 beforeAll(async () => {
-  const daemon = await startDaemon({ config: { agents: { assistant: { model: 'echo' }, other: { model: 'echo' } } }, args: ['--http', '127.0.0.1:0'] });
+  api = await startFakeOpenAI(['unauthorized']);
+  const daemon = await startDaemon({
+    config: {
+      providers: { fake: { type: 'openai', base_url: api.url, api_key_env: 'FAKE_API_KEY' } },
+      agents: { assistant: { model: 'echo' }, other: { model: 'echo' }, slow: { model: 'echo', echo: { delay_ms: 200 } }, locked: { provider: 'fake', model: 'unauthorized' } },
+    },
+    env: { FAKE_API_KEY: 'k' },
+    args: ['--http', '127.0.0.1:0'],
+  });
   h = httpParts(daemon);
   openai = new OpenAI({ baseURL: `${h.base}/v1`, apiKey: h.token, maxRetries: 0 });
 });
-afterAll(() => cleanup(h.daemon));
+afterAll(async () => {
+  await cleanup(h.daemon);
+  await api.close();
+});
 
 async function history(sender: string): Promise<{ role: string; content: string }[]> {
   const c = await h.daemon.client();
@@ -89,6 +102,47 @@ describe('chat completions', () => {
     expect(await history('carol')).toEqual([]);
   });
 
+  it('a client that goes away mid-stream cancels its turn', async () => {
+    const abort = new AbortController();
+    const stream = await openai.chat.completions.create({ model: 'slow', user: 'gone', stream: true, messages: [{ role: 'user', content: 'one two three four five six seven eight nine ten' }] }, { signal: abort.signal });
+    let runId = '';
+    let text = '';
+    // The openai client ends the iteration quietly once aborted.
+    for await (const c of stream) {
+      runId = c.id.slice('chatcmpl-'.length);
+      text += c.choices[0]?.delta.content ?? '';
+      if (text !== '') abort.abort();
+    }
+    expect(text).toBe('one ');
+    const c = await h.daemon.client();
+    try {
+      await waitFor(async () => ((await c.request('get_run', { run_id: runId })).run as { status: string }).status === 'cancelled', 'the run cancelled');
+      expect((await c.request('get_run', { run_id: runId })).run).toMatchObject({ agent: 'slow', sender: 'gone', stop_reason: 'cancelled', error: 'connection closed' });
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a turn that fails is a 500 with the turn\'s error; streamed, an error event after the stream began', async () => {
+    const err = await openai.chat.completions.create({ model: 'locked', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((err as Error).message).toMatch(/401|unauthori/i);
+    const stream = await openai.chat.completions.create({ model: 'locked', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const failed = await (async () => {
+      for await (const _ of stream) { /* the role chunk, then the error */ }
+    })().catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(OpenAI.APIError);
+    expect((failed as Error).message).toMatch(/401|unauthori/i);
+    const events: string[] = [];
+    for await (const e of await openai.responses.create({ model: 'locked', input: 'hi', stream: true })) events.push(e.type);
+    expect(events.at(-1)).toBe('response.failed');
+  });
+
+  it('the routes are in the OpenAPI document', async () => {
+    const doc = (await (await fetch(`${h.base}/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    for (const path of ['/v1/chat/completions', '/v1/responses', '/v1/models', '/mcp', '/a2a/{agent}', '/v1/events/{source}']) expect(doc.paths).toHaveProperty([path]);
+  });
+
   it('needs the token', async () => {
     const stranger = new OpenAI({ baseURL: `${h.base}/v1`, apiKey: 'wrong', maxRetries: 0 });
     await expect(stranger.chat.completions.create({ model: 'assistant', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
@@ -99,7 +153,7 @@ describe('models', () => {
   it('lists the agents as models, and retrieves one', async () => {
     const ids: string[] = [];
     for await (const m of openai.models.list()) ids.push(m.id);
-    expect(ids.sort()).toEqual(['assistant', 'other']);
+    expect(ids.sort()).toEqual(['assistant', 'locked', 'other', 'slow']);
     expect(await openai.models.retrieve('other')).toMatchObject({ id: 'other', object: 'model', owned_by: 'agentd' });
     await expect(openai.models.retrieve('nobody')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });

@@ -1,5 +1,5 @@
 /**
- * The A2A protocol's v0.3 JSON-RPC shapes (the `message/send`,
+ * The A2A protocol's v0.3 JSON-RPC shapes (a2a.ts works in them; a2a-v1.ts translates for 1.0) (the `message/send`,
  * `message/stream` and `tasks/get` methods, `kind`-tagged objects), as the
  * A2A specification 0.3 gives them and the `@a2a-js/sdk` client's v0.3
  * transport reads them. Only what the routes send and take.
@@ -89,13 +89,23 @@ export function baseUrl(req: IncomingMessage): string {
   return `http://${req.headers.host ?? '127.0.0.1'}`;
 }
 
-/** An agent's card (A2A 0.3): its JSON-RPC endpoint, streaming, text in and out, bearer auth. */
+function endpointOf(base: string, agent: string): string {
+  return `${base}/a2a/${encodeURIComponent(agent)}`;
+}
+
+/** The JSON-RPC endpoint, as A2A 1.0's interfaces list it: the same URL speaks 1.0 and 0.3. */
+export function interfacesOf(url: string): Record<string, string>[] {
+  return [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }];
+}
+
+/** An agent's card (A2A 1.0's `supportedInterfaces`, and 0.3's `url` and `preferredTransport` for 0.3 clients): its JSON-RPC endpoint, streaming, text in and out, bearer auth. */
 export function agentCard(base: string, agent: { name: string; description: string }): Record<string, unknown> {
   return {
     protocolVersion: A2A_PROTOCOL_VERSION,
     name: agent.name,
     description: agent.description === '' ? `the agentd agent "${agent.name}"` : agent.description,
-    url: `${base}/a2a/${encodeURIComponent(agent.name)}`,
+    url: endpointOf(base, agent.name),
+    supportedInterfaces: interfacesOf(endpointOf(base, agent.name)),
     preferredTransport: 'JSONRPC',
     version: '1',
     capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },

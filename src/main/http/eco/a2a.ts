@@ -1,5 +1,5 @@
 /**
- * A2A (protocol 0.3, JSON-RPC) on the HTTP door: docs/http-ecosystem.md.
+ * A2A (JSON-RPC, protocol 1.0 and 0.3 on the same endpoint: a2a-v1.ts) on the HTTP door: docs/http-ecosystem.md.
  * Each agent has a card (`GET /a2a/{agent}/.well-known/agent-card.json`) and
  * a JSON-RPC endpoint (`POST /a2a/{agent}`); `GET /.well-known/agent-card.json`
  * is the daemon's directory card, one skill per agent, whose endpoint
@@ -13,8 +13,9 @@ import { AgentdError, Code, toWireError } from '../../../shared/errors.ts';
 import { sendJson } from '../http-io.ts';
 import type { HttpExchange, HttpRoute } from '../router.ts';
 import { DataStream } from './openai-shared.ts';
-import { agentCard, baseUrl, RpcError, RpcFailure, type A2AMessage, type Task, type TaskState, type TextPart } from './a2a-types.ts';
+import { agentCard, baseUrl, interfacesOf, RpcError, RpcFailure, type A2AMessage, type Task, type TaskState, type TextPart } from './a2a-types.ts';
 import { agentNames, turnEvents, type TurnEnd } from './turn.ts';
+import { resultV1, taskV1, V1_METHODS, V1_UNSUPPORTED, v1SendParams } from './a2a-v1.ts';
 
 const now = (): string => new Date().toISOString();
 
@@ -92,9 +93,9 @@ async function messageSend(x: HttpExchange, s: SendParams): Promise<Task> {
 }
 
 /** `message/stream`: the task (submitted), working, one artifact chunk per text delta, then the final status. */
-async function messageStream(res: ServerResponse, x: HttpExchange, id: unknown, s: SendParams): Promise<void> {
+async function messageStream(res: ServerResponse, x: HttpExchange, id: unknown, s: SendParams, shape: (r: unknown) => unknown): Promise<void> {
   const sse = new DataStream(res);
-  const send = (result: unknown): void => sse.send({ jsonrpc: '2.0', id, result });
+  const send = (result: unknown): void => sse.send({ jsonrpc: '2.0', id, result: shape(result) });
   let runId = '';
   let contextId = s.sender ?? '';
   let chunks = 0;
@@ -146,6 +147,13 @@ async function tasksGet(x: HttpExchange, params: unknown, pathAgent: string | nu
   };
 }
 
+/** The request's method as 0.3 names it, with the shapes its params come in and its result goes out in (1.0's or 0.3's). */
+function methodOf(method: string): { method: string; params: (p: unknown) => unknown; result: (r: unknown) => unknown; send: (r: unknown) => unknown } {
+  const v03 = V1_METHODS[method];
+  if (v03 === undefined) return { method, params: (p) => p, result: (r) => r, send: (r) => r };
+  return { method: v03, params: v03 === 'tasks/get' ? (p) => p : v1SendParams, result: (r) => taskV1(r as Task), send: resultV1 };
+}
+
 async function rpc(res: ServerResponse, x: HttpExchange, pathAgent: string | null): Promise<void> {
   let id: unknown = null;
   try {
@@ -154,12 +162,13 @@ async function rpc(res: ServerResponse, x: HttpExchange, pathAgent: string | nul
     });
     id = body.id ?? null;
     if (body.jsonrpc !== '2.0' || typeof body.method !== 'string') throw new RpcFailure(RpcError.InvalidRequest, 'a JSON-RPC 2.0 request with a method is required');
-    if (body.method === 'message/stream') return await messageStream(res, x, id, sendParams(body.params, pathAgent));
+    const m = methodOf(body.method);
+    if (m.method === 'message/stream') return await messageStream(res, x, id, sendParams(m.params(body.params), pathAgent), m.send);
     let result: unknown;
-    if (body.method === 'message/send') result = await messageSend(x, sendParams(body.params, pathAgent));
-    else if (body.method === 'tasks/get') result = await tasksGet(x, body.params, pathAgent);
-    else if (body.method.startsWith('tasks/') || body.method === 'agent/getAuthenticatedExtendedCard') throw new RpcFailure(RpcError.UnsupportedOperation, `${body.method} is not supported by agentd`);
-    else throw new RpcFailure(RpcError.MethodNotFound, `no method ${body.method}: message/send, message/stream and tasks/get are served`);
+    if (m.method === 'message/send') result = m.send(await messageSend(x, sendParams(m.params(body.params), pathAgent)));
+    else if (m.method === 'tasks/get') result = m.result(await tasksGet(x, body.params, pathAgent));
+    else if (m.method.startsWith('tasks/') || m.method === 'agent/getAuthenticatedExtendedCard' || V1_UNSUPPORTED.has(m.method)) throw new RpcFailure(RpcError.UnsupportedOperation, `${m.method} is not supported by agentd`);
+    else throw new RpcFailure(RpcError.MethodNotFound, `no method ${m.method}: SendMessage, SendStreamingMessage and GetTask (A2A 1.0), message/send, message/stream and tasks/get (0.3) are served`);
     sendJson(res, 200, { jsonrpc: '2.0', id, result });
   } catch (err) {
     const e = rpcOf(err);
@@ -192,5 +201,5 @@ export function a2aRoutes(): HttpRoute[] {
 
 function directoryCard(base: string, agents: { name: string; description: string }[]): Record<string, unknown> {
   const card = agentCard(base, { name: 'agentd', description: 'every agent of this agentd daemon; name one with metadata.agent on the message' });
-  return { ...card, url: `${base}/a2a`, skills: agents.map((a) => ({ id: a.name, name: a.name, description: a.description === '' ? `talk to ${a.name}` : a.description, tags: ['agentd'] })) };
+  return { ...card, url: `${base}/a2a`, supportedInterfaces: interfacesOf(`${base}/a2a`), skills: agents.map((a) => ({ id: a.name, name: a.name, description: a.description === '' ? `talk to ${a.name}` : a.description, tags: ['agentd'] })) };
 }

@@ -104,6 +104,20 @@ describe('a run waiting for approval, stored', () => {
     expect(storage.waiting.size).toBe(0);
   });
 
+  it('a run of an agent deleted while no one served it ends failed and leaves the store', async () => {
+    const storage = new HeldSaves();
+    const runId = await waiting(storage);
+    const rec = storage.waiting.get(runId)!;
+    const gone = rec.runId.replace(/-(\w+)$/, '-gone');
+    storage.waiting.set(gone, { ...rec, runId: gone, agent: 'deleted' });
+    const { out, s } = scheduler(storage);
+    await s.restoreWaiting(() => true);
+    expect([...storage.waiting.keys()]).toEqual([runId]);
+    ask(s, 'get_run', gone, 1);
+    await until(() => out.frames.some((f) => f.req === 1));
+    expect(out.frames.find((f) => f.req === 1)!.value.run).toMatchObject({ status: 'failed', error: 'agent "deleted" was deleted' });
+  });
+
   it('a row it cannot read is left in the store; the others resume', async () => {
     const storage = new HeldSaves();
     const runId = await waiting(storage);

@@ -293,7 +293,10 @@ export class TurnScheduler {
     if (run == null || !run.steer(msg.content)) {
       return errorTo(this.#outbox, msg, Code.Conflict, `no turn is running for agent "${msg.agent}" and sender "${msg.sender}" to steer`);
     }
-    replyTo(this.#outbox, msg, 'steer', { run_id: run.id });
+    // A run waiting in the store stores the message too before it is acknowledged: accepted, it survives a restart.
+    const stored = run.stored ? run.durable?.changed(run) : undefined;
+    if (stored === undefined) return replyTo(this.#outbox, msg, 'steer', { run_id: run.id });
+    void stored.then(() => replyTo(this.#outbox, msg, 'steer', { run_id: run.id }));
   }
 
   #compact(req: CompactRequest, conv: Conversation | null): void {

@@ -90,6 +90,25 @@ describe('a run waiting for approval, stored', () => {
     expect(stored.map((m) => `${m.role}: ${m.content}`)).toEqual(['user: /call probe {}', 'assistant: ', 'tool: ran', 'assistant: ran']);
   });
 
+  it('stores a message steered in while it waits, and a resumed run takes it after the tool step', async () => {
+    const storage = new HeldSaves();
+    const { out, s: first } = scheduler(storage);
+    first.handle(turnRequest({ conn: 1, req: 1, mode: 'stream', agent: 'a', sender: 's', content: '/call probe {}', detach: true }));
+    await until(() => events(out.frames, 1).includes('approval_required'));
+    const runId = out.frames[0]!.value.stream.start.run_id as string;
+    first.handle({ type: 'steer', conn: 2, req: 5, agent: 'a', sender: 's', content: 'and then this' });
+    await until(() => out.frames.some((f) => f.req === 5));
+    expect((JSON.parse(storage.waiting.get(runId)!.state) as StoredWaitingRun).steers).toEqual(['and then this']);
+
+    const { s } = scheduler(storage); // the restarted daemon
+    await s.restoreWaiting(() => true);
+    ask(s, 'approve_tool', runId, 2, true);
+    await until(() => storage.calls.includes('writeTurns'));
+    expect((await storage.allMessages(1)).map((m) => `${m.role}: ${m.content}`)).toEqual([
+      'user: /call probe {}', 'assistant: ', 'tool: ran', 'user: and then this', 'assistant: and then this',
+    ]);
+  });
+
   it('whose deadline passed while no one served it is denied "approval timed out" when resumed', async () => {
     const storage = new HeldSaves();
     const runId = await waiting(storage);

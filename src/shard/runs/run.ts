@@ -131,6 +131,16 @@ export class Run implements Steering, Approver {
     return true;
   }
 
+  /** The steered messages not yet taken (a stored run stores them too). */
+  steers(): string[] {
+    return this.#steers ?? [];
+  }
+
+  /** A resumed run's steered messages that its loop had not taken before the restart. */
+  restoreSteers(steers: readonly string[]): void {
+    if (steers.length > 0) this.#steers = [...steers];
+  }
+
   take(): string[] | null {
     const s = this.#steers;
     this.#steers = null;

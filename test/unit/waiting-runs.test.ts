@@ -137,6 +137,26 @@ describe('a run waiting for approval, stored', () => {
     expect(out.frames.find((f) => f.req === 1)!.value.run).toMatchObject({ status: 'failed', error: 'agent "deleted" was deleted' });
   });
 
+  it('a resumed run that ends before its loop takes its waits (its tools fail to load) leaves the store', async () => {
+    const storage = new HeldSaves();
+    const runId = await waiting(storage);
+    const out = fakeOutbox();
+    const s = new TurnScheduler({
+      outbox: out,
+      agents: { a: validateAgentConfig({ model: 'echo', approve_tools: ['probe'] }, 'test', 'a') },
+      log: createLogger('silent'),
+      store: storage,
+      memoryConversations: 100,
+      models: new Models({}),
+      harness: { toolsFor: async () => { throw new Error('no tools today'); } } as unknown as Harness,
+    });
+    await s.restoreWaiting(() => true);
+    await until(() => storage.waiting.size === 0);
+    ask(s, 'get_run', runId, 1);
+    await until(() => out.frames.some((f) => f.req === 1));
+    expect(out.frames.find((f) => f.req === 1)!.value.run).toMatchObject({ status: 'failed', pending_approvals: [] });
+  });
+
   it('a row it cannot read is left in the store; the others resume', async () => {
     const storage = new HeldSaves();
     const runId = await waiting(storage);

@@ -266,16 +266,19 @@ export class TurnScheduler {
   /** `found` null: the pair has no conversation yet (or the turn is ephemeral). */
   #turn(req: TurnRequest, found: Conversation | null): void {
     const reply = new TurnReply(this.#outbox, req);
-    if (this.#shuttingDown) return reply.error(Code.ShuttingDown, 'the daemon is shutting down');
-    if (this.#runner.agents[req.agent] === undefined) return reply.error(Code.NotFound, `unknown agent "${req.agent}"`);
+    const resuming = this.#resuming.get(req);
+    this.#resuming.delete(req);
+    if (this.#shuttingDown) return reply.error(Code.ShuttingDown, 'the daemon is shutting down'); // a resumed run stays stored
+    if (this.#runner.agents[req.agent] === undefined) {
+      resuming?.run.end(StopReason.Error, `agent "${req.agent}" was deleted`); // and its row goes
+      return reply.error(Code.NotFound, `unknown agent "${req.agent}"`);
+    }
     const conv = req.ephemeral ? new Conversation(req.agent, req.sender, null, true) : (found ?? this.#table.create(req.agent, req.sender));
     if (conv.busy && req.onBusy === 'reject') {
       return reply.error(Code.Conflict, `agent "${req.agent}" is busy with sender "${req.sender}"`);
     }
     if (conv.busy && req.onBusy === 'interrupt') this.#runner.cancelConversation(conv, CancelReason.Interrupt);
-    const resuming = this.#resuming.get(req);
     if (resuming !== undefined) {
-      this.#resuming.delete(req);
       reply.attach(resuming.run);
       return this.#runner.enqueue({ kind: 'turn', req, cancel: new Cancellation(), conv, reply, resume: resuming.loop });
     }
@@ -297,7 +300,10 @@ export class TurnScheduler {
     if (run == null || !run.steer(msg.content)) {
       return errorTo(this.#outbox, msg, Code.Conflict, `no turn is running for agent "${msg.agent}" and sender "${msg.sender}" to steer`);
     }
-    replyTo(this.#outbox, msg, 'steer', { run_id: run.id });
+    // A run waiting in the store stores the message too before it is acknowledged: accepted, it survives a restart.
+    const stored = run.stored ? run.durable?.changed(run) : undefined;
+    if (stored === undefined) return replyTo(this.#outbox, msg, 'steer', { run_id: run.id });
+    void stored.then(() => replyTo(this.#outbox, msg, 'steer', { run_id: run.id }));
   }
 
   #compact(req: CompactRequest, conv: Conversation | null): void {

@@ -62,4 +62,36 @@ describe.skipIf(skip !== null)('a run waiting for approval in a cluster', () => 
     const history = (await cc.history('guarded', sender)).messages.map((m) => m.role);
     expect(history).toEqual(['user', 'assistant', 'tool', 'assistant']);
   }, 240_000);
+
+  it('moves with its partition when a node joins: the node that gains it resumes it, a denial completes it', async () => {
+    const db = await testDatabase();
+    const name = testClusterName();
+    const [a, b] = [await node(db, name, 'a'), await node(db, name, 'b')] as [Daemon, Daemon];
+    const [ca, cb] = (await Promise.all([a, b].map((d) => testClient(d)))) as [AgentdClient, AgentdClient];
+    await settled([ca, cb], ['a', 'b'], PARTITIONS);
+    // A pair that a or b serves now and c will serve once it joins.
+    const sender = keyOwnedBy('c', NAMES, PARTITIONS, 'guarded', 'moving');
+    const it = ca.stream('guarded', PEERS, { sender, detach: true })[Symbol.asyncIterator]();
+    const seen = await until(it, 'approval_required');
+    const runId = (seen[0] as { run_id: string }).run_id;
+    const seq = (seen.at(-1) as { seq: number }).seq;
+
+    const c = await node(db, name, 'c');
+    const cc = await testClient(c);
+    await settled([ca, cb, cc], NAMES, PARTITIONS);
+    // Its old owner let it go without cancelling it: the first stream ends there, the run stays waiting for c.
+    const left: StreamEvent[] = [];
+    for (let r = await it.next(); !r.done; r = await it.next()) left.push(r.value);
+    expect(left.at(-1)).toMatchObject({ type: 'end', stop_reason: 'cancelled' });
+    expect((left.at(-1) as { error: string }).error).toMatch(/stays waiting for approval in the store/);
+    expect(await cb.getRun(runId)).toMatchObject({ status: 'waiting', pending_approvals: [{ call_id: 'call_1_1' }] });
+    expect((await cc.listRuns({ status: 'waiting' })).map((r) => r.run_id)).toEqual([runId]); // c holds it now
+    await cb.approveTool(runId, 'call_1_1', false, 'moved');
+    const rest: StreamEvent[] = await collect(ca.joinRun(runId, seq));
+    expect(rest[0]).toMatchObject({ type: 'tool_result', is_error: true, output: 'denied: moved' });
+    expect(rest.at(-1)).toMatchObject({ type: 'end', stop_reason: 'text' });
+    expect((await ca.history('guarded', sender)).messages.map((m) => `${m.role}: ${m.content}`)).toEqual([
+      `user: ${PEERS}`, 'assistant: ', 'tool: denied: moved', 'assistant: denied: moved',
+    ]);
+  }, 240_000);
 });

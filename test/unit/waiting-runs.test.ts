@@ -90,6 +90,25 @@ describe('a run waiting for approval, stored', () => {
     expect(stored.map((m) => `${m.role}: ${m.content}`)).toEqual(['user: /call probe {}', 'assistant: ', 'tool: ran', 'assistant: ran']);
   });
 
+  it('stores a message steered in while it waits, and a resumed run takes it after the tool step', async () => {
+    const storage = new HeldSaves();
+    const { out, s: first } = scheduler(storage);
+    first.handle(turnRequest({ conn: 1, req: 1, mode: 'stream', agent: 'a', sender: 's', content: '/call probe {}', detach: true }));
+    await until(() => events(out.frames, 1).includes('approval_required'));
+    const runId = out.frames[0]!.value.stream.start.run_id as string;
+    first.handle({ type: 'steer', conn: 2, req: 5, agent: 'a', sender: 's', content: 'and then this' });
+    await until(() => out.frames.some((f) => f.req === 5));
+    expect((JSON.parse(storage.waiting.get(runId)!.state) as StoredWaitingRun).steers).toEqual(['and then this']);
+
+    const { s } = scheduler(storage); // the restarted daemon
+    await s.restoreWaiting(() => true);
+    ask(s, 'approve_tool', runId, 2, true);
+    await until(() => storage.calls.includes('writeTurns'));
+    expect((await storage.allMessages(1)).map((m) => `${m.role}: ${m.content}`)).toEqual([
+      'user: /call probe {}', 'assistant: ', 'tool: ran', 'user: and then this', 'assistant: and then this',
+    ]);
+  });
+
   it('whose deadline passed while no one served it is denied "approval timed out" when resumed', async () => {
     const storage = new HeldSaves();
     const runId = await waiting(storage);
@@ -102,6 +121,40 @@ describe('a run waiting for approval, stored', () => {
     await until(() => storage.calls.includes('writeTurns'));
     expect((await storage.allMessages(1)).map((m) => m.content)).toEqual(['/call probe {}', '', 'approval timed out', 'approval timed out']);
     expect(storage.waiting.size).toBe(0);
+  });
+
+  it('a run of an agent deleted while no one served it ends failed and leaves the store', async () => {
+    const storage = new HeldSaves();
+    const runId = await waiting(storage);
+    const rec = storage.waiting.get(runId)!;
+    const gone = rec.runId.replace(/-(\w+)$/, '-gone');
+    storage.waiting.set(gone, { ...rec, runId: gone, agent: 'deleted' });
+    const { out, s } = scheduler(storage);
+    await s.restoreWaiting(() => true);
+    expect([...storage.waiting.keys()]).toEqual([runId]);
+    ask(s, 'get_run', gone, 1);
+    await until(() => out.frames.some((f) => f.req === 1));
+    expect(out.frames.find((f) => f.req === 1)!.value.run).toMatchObject({ status: 'failed', error: 'agent "deleted" was deleted' });
+  });
+
+  it('a resumed run that ends before its loop takes its waits (its tools fail to load) leaves the store', async () => {
+    const storage = new HeldSaves();
+    const runId = await waiting(storage);
+    const out = fakeOutbox();
+    const s = new TurnScheduler({
+      outbox: out,
+      agents: { a: validateAgentConfig({ model: 'echo', approve_tools: ['probe'] }, 'test', 'a') },
+      log: createLogger('silent'),
+      store: storage,
+      memoryConversations: 100,
+      models: new Models({}),
+      harness: { toolsFor: async () => { throw new Error('no tools today'); } } as unknown as Harness,
+    });
+    await s.restoreWaiting(() => true);
+    await until(() => storage.waiting.size === 0);
+    ask(s, 'get_run', runId, 1);
+    await until(() => out.frames.some((f) => f.req === 1));
+    expect(out.frames.find((f) => f.req === 1)!.value.run).toMatchObject({ status: 'failed', pending_approvals: [] });
   });
 
   it('a row it cannot read is left in the store; the others resume', async () => {

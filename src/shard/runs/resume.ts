@@ -48,6 +48,7 @@ export function resumedRequest({ record, state }: RestoredRun, runs: RunTable, s
   run.durable = store;
   run.request = req;
   run.loop = state.loop;
+  run.restoreSteers(state.steers ?? []);
   for (const w of state.waits) run.restoreWait({ call_id: w.call_id, tool: w.tool, arguments: w.arguments }, w.deadline);
   return { req, run, loop: state.loop };
 }

@@ -131,6 +131,16 @@ export class Run implements Steering, Approver {
     return true;
   }
 
+  /** The steered messages not yet taken (a stored run stores them too). */
+  steers(): string[] {
+    return this.#steers ?? [];
+  }
+
+  /** A resumed run's steered messages that its loop had not taken before the restart. */
+  restoreSteers(steers: readonly string[]): void {
+    if (steers.length > 0) this.#steers = [...steers];
+  }
+
   take(): string[] | null {
     const s = this.#steers;
     this.#steers = null;
@@ -235,6 +245,13 @@ export class Run implements Steering, Approver {
     this.joiners = null;
     this.request = null;
     this.loop = null;
+    // Ended before its loop took its waits (a resumed run cancelled, or failing, before it ran): they end with it, and so does its row.
+    for (const w of this.#waits?.values() ?? []) {
+      if (w.decision !== undefined) continue;
+      clearTimeout(w.timer);
+      w.decision = 'the run ended';
+    }
+    if (this.stored) void this.durable?.changed(this);
     this.#ends.ended(this);
   }
 

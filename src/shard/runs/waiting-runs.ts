@@ -33,6 +33,8 @@ export interface StoredWaitingRun {
   };
   waits: (PendingApproval & { deadline: number })[];
   loop: LoopState;
+  /** Messages steered in that the loop had not taken yet (absent: none). */
+  steers?: string[];
 }
 
 /** A stored run read back: its row and its parsed state. */
@@ -116,6 +118,7 @@ export class WaitingRuns implements WaitStore {
       },
       waits: run.waits(),
       loop: run.loop!,
+      steers: run.steers(),
     };
     return { runId: run.id, agent: run.agent, sender: run.sender, createdAt: run.createdAt, state: JSON.stringify(state) };
   }

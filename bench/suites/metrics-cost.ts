@@ -11,6 +11,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { cpus, loadavg } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { frameClient } from '../lib/clients.ts';
@@ -18,6 +19,10 @@ import { turnBody, type BenchContext } from '../lib/context.ts';
 import { median, processCpuSeconds, spread, throughputDetail } from '../lib/load.ts';
 import { startAgentd } from '../lib/processes.ts';
 import { Report } from '../lib/report.ts';
+import { Registry } from 'prom-client';
+import { CallMeter } from '../../src/shard/call-meter.ts';
+import { TurnMeter } from '../../src/main/metrics/turn-meter.ts';
+import type { OpenTurn } from '../../src/main/turn-ledger.ts';
 
 const CONNS = 8;
 const INFLIGHT = 8;
@@ -94,7 +99,7 @@ async function measureArms(ctx: BenchContext, ARMS: Arm[]): Promise<void> {
   const off = samples.get('off')!;
   const offCpu = median(off.map((s) => s.cpuUs));
   const lines = [
-    `Stored one-word echo turns, ${CONNS} connections × ${INFLIGHT} in flight, ${ctx.workers} workers, medians of ${ctx.report.rounds} rounds (alternating), ${new Date().toISOString()}`,
+    `Stored one-word echo turns, ${CONNS} connections × ${INFLIGHT} in flight, ${ctx.workers} workers, medians of ${ctx.report.rounds} rounds (rotating order), ${new Date().toISOString()}; load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores at the end`,
     '',
     '| daemon | CPU µs per turn (all threads) | spread | vs off | turns/s |',
     '|---|---|---|---|---|',
@@ -106,9 +111,41 @@ async function measureArms(ctx: BenchContext, ARMS: Arm[]): Promise<void> {
     ctx.report.add({ suite: 'metrics', name: `CPU per turn, ${arm.name}`, unit: 'us/turn', value: cpu, anchor: arm.name === 'off' ? '' : 'off', anchor_value: arm.name === 'off' ? null : offCpu, spread: spread(xs.map((s) => s.cpuUs)) });
     lines.push(`| ${arm.name} | ${cpu.toFixed(1)} | ${(spread(xs.map((s) => s.cpuUs)) * 100).toFixed(1)}% | ${arm.name === 'off' ? '' : `${((cpu / offCpu - 1) * 100).toFixed(1)}%`} | ${rate.toFixed(0)} |`);
   }
+  const book = bookkeepingUs();
+  ctx.report.add({ suite: 'metrics', name: 'metrics bookkeeping per turn (in-process: shard tallies + main turn meter)', unit: 'us/turn', value: book, anchor: 'off CPU per turn', anchor_value: offCpu, spread: 0 });
+  lines.push(
+    '',
+    `In-process, the metrics' own work per turn (what a turn adds with the metrics on: its model call and a quarter of a group commit summed on the shard, its end counted on main): ${book.toFixed(2)} µs, ${((book / offCpu) * 100).toFixed(2)}% of the CPU per turn with everything off above.`,
+  );
   const out = resolve(import.meta.dirname, '../results');
   mkdirSync(out, { recursive: true });
   const file = join(out, 'metrics.md');
   writeFileSync(file, `${lines.join('\n')}\n`);
   Report.progress(`metrics: wrote ${file}`);
+}
+
+/**
+ * The metrics' own work per turn, timed in this process (a figure the
+ * machine's noise barely moves, unlike the daemons' above): the shard sums
+ * the turn's model call (and a quarter of a group commit of 4) into its
+ * tallies, and main counts the turn's end (TurnMeter). Median of 5 runs.
+ */
+function bookkeepingUs(): number {
+  const meter = new CallMeter();
+  meter.observe({ metrics: true, spans: false });
+  const turns = new TurnMeter(new Registry());
+  const req = { agent: 'assistant', guest: null } as unknown as OpenTurn['req'];
+  const n = 200_000;
+  const runs: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const began = performance.now();
+    for (let i = 0; i < n; i++) {
+      const start = CallMeter.now();
+      meter.model(i, 'echo', 'echo', 'ok', start, CallMeter.now() - start, 3, 1);
+      if (i % 4 === 0) meter.commitBatch('ok', 0.2, 4);
+      turns.turnEnded({ seq: i, shard: 0, req, started: true, openedAt: began, startedAt: began }, 0);
+    }
+    runs.push(((performance.now() - began) * 1000) / n);
+  }
+  return median(runs);
 }

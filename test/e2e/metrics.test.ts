@@ -71,11 +71,11 @@ describe('metrics', () => {
     expect((await fetch(url, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
   });
 
-  it('counts a shard stall and the turn lost with it', async () => {
+  it('counts a shard stall and the turn lost with it, and a crash apart', async () => {
     const stalling = await startDaemon({
       workers: 2,
       args: ['--metrics', '127.0.0.1:0'],
-      env: { AGENTD_TEST_SYNC_BURN: '1' },
+      env: { AGENTD_TEST_SYNC_BURN: '1', AGENTD_TEST_CRASH_TOKEN: 'crash-now' },
       config: { shard_stall_ms: 500, agents: { burn: { model: 'echo', echo: { cpu_us: 900_000 } } } },
     });
     onTestFinished(() => cleanup(stalling));
@@ -87,6 +87,13 @@ describe('metrics', () => {
     expect(evs.at(-1)).toMatchObject({ type: 'end', stop_reason: 'stalled' });
     const text = await (await fetch(metricsUrl(stalling.home))).text();
     expect(sample(text, 'agentd_shard_stalls_total')).toBe(1);
+    expect(sample(text, 'agentd_shard_crashes_total')).toBe(0);
     expect(sample(text, 'agentd_turns_total', '{agent="burn",outcome="lost"}')).toBe(1);
+    // A crash is counted apart from the stall.
+    const crashed = await collect(c.stream('burn', 'crash-now', { sender: 'c' }));
+    expect(crashed.at(-1)).toMatchObject({ type: 'end', stop_reason: 'error' });
+    const after = await (await fetch(metricsUrl(stalling.home))).text();
+    expect(sample(after, 'agentd_shard_crashes_total')).toBe(1);
+    expect(sample(after, 'agentd_shard_stalls_total')).toBe(1);
   });
 });

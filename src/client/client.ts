@@ -28,6 +28,7 @@ import { checkRetryOptions, isRetryable, withRetry, type RetryOptions } from './
 import { rejoining } from './rejoin.ts';
 import { scheduleMethods, type ScheduleMethods } from './schedule-methods.ts';
 import { runMethods, type RunMethods } from './run-methods.ts';
+import { adminMethods, type AdminMethods } from './admin-methods.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
@@ -52,7 +53,7 @@ function withSender<T extends object>(args: T, sender: string | undefined): T & 
 }
 
 // Declaration merging: the methods of run-methods.ts and schedule-methods.ts, added to the prototype below, are the class's.
-export interface AgentdClient extends RunMethods, ScheduleMethods {}
+export interface AgentdClient extends RunMethods, ScheduleMethods, AdminMethods {}
 
 export class AgentdClient {
   readonly #opts: ConnectOptions;
@@ -387,4 +388,4 @@ export class AgentdClient {
   }
 }
 
-Object.assign(AgentdClient.prototype, runMethods, scheduleMethods);
+Object.assign(AgentdClient.prototype, runMethods, scheduleMethods, adminMethods);

@@ -77,6 +77,26 @@ export class AgentService {
     }
   }
 
+  /**
+   * `reload_config`: the config file's entry for `name`, as it is (not a
+   * patch): creates the agent or replaces its config. Checked as create_agent
+   * and update_agent check theirs.
+   */
+  async put(name: string, raw: unknown): Promise<AgentInfo> {
+    if (!this.#o.agents.has(name)) return this.create(name, raw);
+    return this.#save(name, await this.#validate('reload_config', raw));
+  }
+
+  /** `reload_config`: the providers agents may name from now on (main's copy; shards get theirs as a message). */
+  setProviders(providers: Record<string, ProviderConfig>): void {
+    this.#o.providers = providers;
+  }
+
+  /** `reload_config`: a new `max_agents`, for creates from now on. */
+  setMaxAgents(max: number): void {
+    this.#o.maxAgents = max;
+  }
+
   async update(name: string, patch: unknown): Promise<AgentInfo> {
     const current = this.#o.agents.get(name);
     if (current === undefined) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);

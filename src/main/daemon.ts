@@ -48,6 +48,8 @@ import { MetricsService } from './metrics/metrics-service.ts';
 import { TurnLedger } from './turn-ledger.ts';
 import { collectStats } from './ops/admin.ts';
 import type { DispatchContext } from './ops/op-table.ts';
+import { ConfigReloader, type LiveSettings } from './reload.ts';
+import type { ReloadReport } from '../shared/wire/admin.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -94,6 +96,8 @@ interface DaemonParts {
   webhooks: WebhookHub;
   /** Prometheus metrics; null while `metrics` is off. */
   metrics: MetricsService | null;
+  /** `reload_config` and SIGHUP. */
+  reloader: ConfigReloader;
 }
 
 export class Daemon implements ConnectionHost {
@@ -113,9 +117,9 @@ export class Daemon implements ConnectionHost {
     this.log = parts.log;
   }
 
-  /** Builds every part, starts the shards, then listens. */
-  static async start(config: ResolvedConfig): Promise<Daemon> {
-    const daemon = new Daemon(await assemble(config));
+  /** Builds every part, starts the shards, then listens; `reread` resolves the configuration again (reload_config, SIGHUP). */
+  static async start(config: ResolvedConfig, reread: () => ResolvedConfig = () => config): Promise<Daemon> {
+    const daemon = new Daemon(await assemble(config, reread));
     await daemon.#listen();
     return daemon;
   }
@@ -176,6 +180,11 @@ export class Daemon implements ConnectionHost {
     if (cancelTurns) this.#parts.pool.broadcast({ type: 'conn_closed', conn: conn.id });
   }
 
+  /** SIGHUP: as `reload_config`, the outcome logged; null when the file was refused. */
+  reload(): Promise<ReloadReport | null> {
+    return this.#parts.reloader.reloadAndLog();
+  }
+
   close(): Promise<void> {
     this.#closed ??= this.#shutdown();
     return this.#closed;
@@ -220,7 +229,7 @@ export class Daemon implements ConnectionHost {
  * the bus and dispatch can use it; the shards start last, once everything
  * they feed exists, and then the topology serves.
  */
-async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
+async function assemble(config: ResolvedConfig, reread: () => ResolvedConfig): Promise<DaemonParts> {
   const log = createLogger(config.logLevel, { thread: 'main' });
   preparePrivateHome(config.home, log);
   const limitLog = new LimitLog(log);
@@ -253,6 +262,9 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const bus = createBus(config, { storage, log, agents, topology, pool, agentEvents }, startup.subscriptions);
   const schedules = startSchedules(config, storage, bus, log);
   const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: topology.agentChanges });
+  const live: LiveSettings = { providers: config.providers, logLevel: config.logLevel };
+  const limits = { ...limitsOf(config) };
+  const reloader = new ConfigReloader(config, reread, { log, live, agents, agentService, pool, bus, schedules, webhooks, limiter, limits });
   const dispatchContext: DispatchContext = {
     pool, storage, bus, observers, agents, agentService, mcp,
     skills: new SkillCatalogue(config.home, log),
@@ -260,7 +272,8 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     startedAt: Date.now(),
     connections: () => connections.size,
     transportStats: () => limiter.stats(),
-    limits: limitsOf(config),
+    limits,
+    reloader,
     closing: () => lifecycle.closing,
     clusterStats: () => topology.stats(),
     schedules,
@@ -272,13 +285,13 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = topology.entry(dispatch);
   const harness = new HarnessHost(entry, agents);
-  const outputs = shardOutputs(config, { agents, store, writeLock, harness, mcp, writer, topology, connections, bus, log, agentEvents });
+  const outputs = shardOutputs(config, { agents, store, writeLock, harness, mcp, writer, topology, connections, bus, log, agentEvents, live });
   writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
   await Promise.all([pool.start(outputs), mcp.ready]);
   await topology.serve({ storage, local: dispatch, agents, bus, observers, onAgentsChanged: () => mcp.sync(), closing: () => lifecycle.closing });
   await schedules.start();
   await webhooks.start();
-  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics };
+  return { config, log, lifecycle, connections, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics, reloader };
 }
 
 type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;
@@ -315,6 +328,8 @@ interface ShardFeeds {
   bus: EventBus;
   log: Logger;
   agentEvents: AgentEvents;
+  /** The providers and log level in force (reload_config changes them): a replaced shard starts with these. */
+  live: LiveSettings;
 }
 
 /** What each shard starts with, and where its outputs go. */
@@ -325,7 +340,7 @@ function shardOutputs(config: ResolvedConfig, f: ShardFeeds): ShardOutputs {
   const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
   return {
     init: (index) => ({
-      index, shards: config.workers, agents: f.agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
+      index, shards: config.workers, agents: f.agents.all(), providers: f.live.providers, home: config.home, logLevel: f.live.logLevel,
       crashToken, store: f.store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock: f.writeLock,
       harnessPort: f.harness.portForShard(), mcpPort: f.mcp.portForShard(), writerPort: f.writer?.portForShard() ?? null, fences: topology.fences,
       runRetentionMs: config.runRetentionMs,
@@ -377,6 +392,6 @@ function startWriter(config: ResolvedConfig, path: string, writeLock: SharedArra
   return WriterHost.start({ path, writeLock, logLevel: config.logLevel, log, stallMs: config.shardStallMs, crashToken, stallToken });
 }
 
-export function startDaemon(config: ResolvedConfig): Promise<Daemon> {
-  return Daemon.start(config);
+export function startDaemon(config: ResolvedConfig, reread?: () => ResolvedConfig): Promise<Daemon> {
+  return Daemon.start(config, reread);
 }

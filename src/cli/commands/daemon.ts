@@ -66,4 +66,18 @@ const cluster: Command = {
   },
 };
 
-export const daemonCommands: Command[] = [ping, stats, cluster];
+const reload: Command = {
+  name: 'reload',
+  usage: '',
+  summary: 'read agentd.json again and apply what can change live (as SIGHUP); prints what was applied and what needs a restart',
+  example: 'agentctl reload',
+  arity: [0, 0],
+  async run({ client, json, out }: Context) {
+    const r = await client.reloadConfig();
+    if (json) return out.json(r);
+    out.line(r.applied.length === 0 ? 'applied: nothing (no live setting changed)' : `applied: ${r.applied.join(', ')}`);
+    if (r.restart_required.length > 0) out.line(`changed, applied at the next start: ${r.restart_required.join(', ')}`);
+  },
+};
+
+export const daemonCommands: Command[] = [ping, stats, cluster, reload];

@@ -157,6 +157,11 @@ export class EventBus {
     });
   }
 
+  /** `reload_config`: a new `max_subscriptions`, for subscribes from now on. */
+  setMaxSubscriptions(max: number): void {
+    this.#opts.maxSubscriptions = max;
+  }
+
   async subscribe(source: string, targetAgent: string, once: boolean): Promise<SubscriptionInfo> {
     const max = this.#opts.maxSubscriptions ?? Infinity;
     if (this.#byId.size + this.#adding >= max) throw tooMany('subscriptions', max, 'max_subscriptions');

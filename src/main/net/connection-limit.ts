@@ -35,7 +35,8 @@ export type ConnectionLimitStats = {
 };
 
 export class ConnectionLimiter {
-  readonly max: number;
+  /** Per listener; `reload_config` may change it (connections open past a lowered cap stay open). */
+  max: number;
   readonly #open: Record<Transport, number> = { unix: 0, tcp: 0 };
   readonly #refused: Record<Transport, number> = { unix: 0, tcp: 0 };
   /** TCP sockets not authenticated yet, oldest first (a Set keeps insertion order). */

@@ -27,9 +27,10 @@ export async function collectStats(ctx: DispatchContext): Promise<Stats> {
   };
 }
 
-export const adminOps: OpTable<'ping' | 'auth' | 'get_stats'> = {
+export const adminOps: OpTable<'ping' | 'auth' | 'get_stats' | 'reload_config'> = {
   ping: op(() => ({}), { duringShutdown: true }),
   // On a transport without a token, or after authenticating, `auth` is a no-op.
   auth: op(() => ({}), { duringShutdown: true }),
   get_stats: op(collectStats, { duringShutdown: true }),
+  reload_config: op((ctx) => ctx.reloader.reload()),
 };

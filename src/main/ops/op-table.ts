@@ -18,6 +18,7 @@ import type { ObserverHub, ObserverSink } from '../bus/observers.ts';
 import type { McpHub } from '../hosts/mcp-hub.ts';
 import type { ScheduleEngine } from '../schedules/schedule-engine.ts';
 import type { WebhookHub } from '../webhooks/webhook-hub.ts';
+import type { ConfigReloader } from '../reload.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {
@@ -45,8 +46,10 @@ export interface DispatchContext {
   connections(): number;
   /** Connections per listener, refusals and the connection cap, for get_stats. */
   transportStats(): Pick<Stats, 'connections_by_listener' | 'refused_connections' | 'unauthenticated_connections' | 'unauthenticated_evicted'>;
-  /** The configured limits, as `get_stats` reports them (see limits.ts). */
-  limits: Readonly<Record<string, number>>;
+  /** The configured limits, as `get_stats` reports them (see limits.ts); `reload_config` changes some in place. */
+  limits: Record<string, number>;
+  /** `reload_config`: reads the config file again and applies what can change live. */
+  reloader: ConfigReloader;
   /** True once shutdown began: new work gets 503. */
   closing(): boolean;
   /** Cluster mode: this node's view of the cluster for get_stats; null on a single node. */

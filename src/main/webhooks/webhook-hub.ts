@@ -105,6 +105,11 @@ export class WebhookHub {
     return this.#o.store;
   }
 
+  /** `reload_config`: a new `max_webhooks`, for creates from now on. */
+  setMaxWebhooks(max: number): void {
+    this.#o.maxWebhooks = max;
+  }
+
   /** 409 when the name is taken, 429 past max_webhooks. */
   async create(r: WebhookRecord): Promise<WebhookInfo> {
     const result = await this.#need().call<InsertResult>({ call: 'insert', record: r, max: this.#o.maxWebhooks });

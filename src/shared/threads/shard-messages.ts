@@ -192,6 +192,13 @@ export interface AgentChange {
   config: AgentConfig | null;
 }
 
+/** `reload_config`: the providers and the log level from now on (a running turn keeps its provider client). */
+export interface SettingsChange {
+  type: 'settings';
+  providers: Record<string, ProviderConfig>;
+  logLevel: string;
+}
+
 /** Whether anyone watches the agent event stream: shards encode agent events only while someone does. */
 export interface ObserveUpdate {
   type: 'observe';
@@ -247,7 +254,7 @@ export interface StopRequest {
   type: 'stop';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery | SteerRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery | SteerRequest | SettingsChange;
 
 export type { ActiveConversation };
 

@@ -72,8 +72,16 @@ export interface ClusterStats {
   held: number;
 }
 
+/** `reload_config`'s reply: the settings applied live, and those that changed but take effect at the next start. */
+export interface ReloadReport {
+  /** Config file keys (`max_agents`, `providers`, `log_level`) and `agents.NAME` for each agent created or replaced. */
+  applied: string[];
+  restart_required: string[];
+}
+
 export interface AdminOperations {
   ping: { args: Empty; variant: 'pong'; reply: Empty };
   auth: { args: { token: string }; variant: 'pong'; reply: Empty };
   get_stats: { args: Empty; variant: 'stats'; reply: Stats };
+  reload_config: { args: Empty; variant: 'reloaded'; reply: ReloadReport };
 }

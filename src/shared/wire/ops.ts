@@ -65,6 +65,7 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   ping: 'pong',
   auth: 'pong',
   get_stats: 'stats',
+  reload_config: 'reloaded',
   list_mcps: 'mcp_list',
   upsert_mcp: 'mcp_info',
   delete_mcp: 'pong',

@@ -14,10 +14,32 @@ interface Caller {
 export interface AdminMethods {
   /** Reads agentd.json again and applies what can change live; says what was applied and what needs a restart. */
   reloadConfig(): Promise<W.ReloadReport>;
+  /** One page of stored conversations as export records; pass its `next` as `after` for the one after. */
+  exportConversations(args?: W.ExportArgs): Promise<W.ExportPage>;
+  /** Every export record matching the filter, page by page (`export_conversations` until `next` is null). */
+  exportRecords(filter?: { agent?: string; sender?: string; pageSize?: number }): AsyncGenerator<W.ExportRecord>;
+  /** Writes one batch of a pair's messages at positions `from`, …; positions already stored with the same message are skipped. */
+  importMessages(args: W.ImportArgs): Promise<W.ImportReply>;
 }
 
 export const adminMethods: AdminMethods & ThisType<Caller> = {
   reloadConfig() {
     return this.call('reload_config', {});
+  },
+  exportConversations(args = {}) {
+    return this.call('export_conversations', args);
+  },
+  async *exportRecords(filter = {}) {
+    const { pageSize, ...pair } = filter;
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.call('export_conversations', { ...pair, ...(after === undefined ? {} : { after }), ...(pageSize === undefined ? {} : { limit: pageSize }) });
+      yield* page.records;
+      if (page.next === null) return;
+      after = page.next;
+    }
+  },
+  importMessages(args) {
+    return this.call('import_messages', args);
   },
 };

@@ -34,7 +34,7 @@ import { LeaseManager } from './leases.ts';
 import { decodeMessage, encodeMessage } from './messages.ts';
 
 /** The operations addressed to one pair (`agent`, `sender`): each runs at the pair's owner. */
-export const PAIR_OPS: ReadonlySet<string> = new Set(['stream', 'send', 'kill', 'compact', 'get_conversation_history', 'delete_conversation', 'steer']);
+export const PAIR_OPS: ReadonlySet<string> = new Set(['stream', 'send', 'kill', 'compact', 'get_conversation_history', 'delete_conversation', 'steer', 'import_messages']);
 
 /** The operations addressed to one run (`run_id`): each runs at the owner of the pair whose hash the run id carries. */
 export const RUN_OPS: ReadonlySet<string> = new Set(['get_run', 'join_run', 'approve_tool']);

@@ -9,6 +9,7 @@ import { StopReason, type OnBusy, type ToolChoice } from '../protocol.ts';
 import type { ActiveConversation } from '../wire/ops.ts';
 import type { StoreLocation } from '../store-location.ts';
 import type { RunInfo, RunStatus } from '../wire/runs.ts';
+import type { Message } from '../../models/types.ts';
 
 /** What a shard receives when it starts (workerData). */
 export interface ShardInit {
@@ -161,6 +162,22 @@ export interface PairRequest {
   sender: string;
 }
 
+/** `import_messages`: a batch of stored messages for the pair, at positions `from`, … (shard/import-batch.ts). */
+export interface ImportRequest {
+  type: 'import';
+  conn: number;
+  req: number;
+  agent: string;
+  sender: string;
+  from: number;
+  messages: Message[];
+  /** For a conversation the batch creates; null: its first user message. */
+  title: string | null;
+  /** A summary to set once the messages are stored, with the position it summarizes up to. */
+  summary: string | null;
+  summaryUpto: number;
+}
+
 /** The connection closed: cancel its running and queued turns. */
 export interface ConnClosed {
   type: 'conn_closed';
@@ -254,7 +271,7 @@ export interface StopRequest {
   type: 'stop';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery | SteerRequest | SettingsChange;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RunRequest | RunListQuery | SteerRequest | SettingsChange | ImportRequest;
 
 export type { ActiveConversation };
 

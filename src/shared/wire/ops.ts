@@ -15,6 +15,7 @@ import type { McpOperations } from './mcp.ts';
 import type { ScheduleOperations } from './schedules.ts';
 import type { WebhookOperations } from './webhooks.ts';
 import type { RunOperations } from './runs.ts';
+import type { TransferOperations } from './transfer.ts';
 
 // Each area declares its own types and operations; this module is the one
 // door the client, main and the shards import them through.
@@ -28,9 +29,10 @@ export type * from './mcp.ts';
 export type * from './schedules.ts';
 export type * from './webhooks.ts';
 export type * from './runs.ts';
+export type * from './transfer.ts';
 
 /** Every operation: its argument map, its reply variant and the variant's value. */
-export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations {}
+export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations, TransferOperations {}
 
 export type OperationName = keyof Operations;
 export type ArgsOf<Op extends OperationName> = Operations[Op]['args'];
@@ -83,6 +85,8 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   join_run: 'stream',
   steer: 'steered',
   approve_tool: 'pong',
+  export_conversations: 'export_page',
+  import_messages: 'imported',
 };
 
 export const OPERATIONS = Object.keys(REPLY_VARIANT) as OperationName[];

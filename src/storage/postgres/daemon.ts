@@ -18,6 +18,8 @@ import type { ScheduleCall } from '../schedule-calls.ts';
 import { runPgScheduleCall } from './schedules.ts';
 import type { WebhookCall } from '../webhook-calls.ts';
 import { runPgWebhookCall } from './webhooks.ts';
+import { exportPage, type ExportConversationRow, type ExportCursor, type ExportFilter, type ExportMessageRow } from '../export-page.ts';
+import type { ExportPage } from '../../shared/wire/transfer.ts';
 
 const UPSERT_AGENT = `INSERT INTO agents (name, config, created_at, updated_at) VALUES ($1, $2, $3, $3)
   ON CONFLICT (name) DO UPDATE SET config = EXCLUDED.config, updated_at = EXCLUDED.updated_at`;
@@ -70,6 +72,24 @@ export class PgDaemonStorage implements DaemonStorage {
       [agent, sender],
     );
     return r.rows;
+  }
+
+  exportPage(filter: ExportFilter, cursor: ExportCursor, limit: number): Promise<ExportPage> {
+    const pool = this.#pool;
+    return exportPage({
+      async conversationFrom(f, fromId) {
+        const r = await pool.query<ExportConversationRow>(
+          `SELECT id, agent, sender, title, created_at, updated_at, summary, summary_upto, message_count FROM conversations
+           WHERE ($1::text IS NULL OR agent = $1) AND ($2::text IS NULL OR sender = $2) AND id >= $3 ORDER BY id LIMIT 1`,
+          [f.agent, f.sender, fromId],
+        );
+        return r.rows[0] ?? null;
+      },
+      async messagesFrom(id, fromIdx, n) {
+        const r = await pool.query<ExportMessageRow>('SELECT idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, created_at FROM messages WHERE conversation_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3', [id, fromIdx, n]);
+        return r.rows;
+      },
+    }, filter, cursor, limit);
   }
 
   search(options: SearchOptions): Promise<SessionHit[]> {

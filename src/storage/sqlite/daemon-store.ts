@@ -16,6 +16,8 @@ import type { ScheduleCall } from '../schedule-calls.ts';
 import { runScheduleCall } from './schedules.ts';
 import type { WebhookCall } from '../webhook-calls.ts';
 import { runWebhookCall } from './webhooks.ts';
+import { exportPage, type ExportCursor, type ExportFilter } from '../export-page.ts';
+import type { ExportPage } from '../../shared/wire/transfer.ts';
 
 /** The connection and what is prepared on it, made on first use. */
 class Connection {
@@ -88,6 +90,14 @@ export class SqliteDaemonStorage implements DaemonStorage {
 
   listConversations(agent: string | null, sender: string | null): Promise<ConversationSummary[]> {
     return settled(() => this.#c.sql.listConversations.all(agent, agent, sender, sender));
+  }
+
+  exportPage(filter: ExportFilter, cursor: ExportCursor, limit: number): Promise<ExportPage> {
+    const { sql } = this.#c;
+    return exportPage({
+      conversationFrom: (f, fromId) => settled(() => sql.exportConversation.get(f.agent, f.agent, f.sender, f.sender, fromId) ?? null),
+      messagesFrom: (id, fromIdx, n) => settled(() => sql.exportMessages.all(id, fromIdx, n)),
+    }, filter, cursor, limit);
   }
 
   search(options: SearchOptions): Promise<SessionHit[]> {

@@ -33,6 +33,8 @@ export type StorageTask =
   /** Start-up, before any shard: the schema brought up to date, agents seeded once, the start-up state read. */
   | { op: 'prepare'; seedAgents: Record<string, AgentConfig> }
   | { op: 'list_conversations'; agent: string | null; sender: string | null }
+  /** One page of `export_conversations` (storage/export-page.ts). */
+  | { op: 'export_page'; filter: ExportFilter; cursor: ExportCursor; limit: number }
   | { op: 'subscription_insert'; source: string; targetAgent: string; once: boolean }
   | { op: 'subscription_delete'; ids: number[] }
   /** Creates or replaces an agent's stored configuration. */
@@ -60,6 +62,15 @@ export type StorageTask =
   /** Outbound webhooks and their outbox: one call (storage/webhook-calls.ts). */
   | { op: 'webhooks'; call: WebhookCall }
   | ({ op: 'search_sessions' } & SearchOptions);
+
+/** Which conversations `export_conversations` reads. */
+export interface ExportFilter {
+  agent: string | null;
+  sender: string | null;
+}
+
+/** Where an export page starts: at conversation `id`'s record (`idx` null), or after it, at its message `idx` (storage/export-page.ts). */
+export type ExportCursor = { id: number; idx: number | null };
 
 /** A session search, its bounds already applied (PROTOCOL §4). */
 export interface SearchOptions {

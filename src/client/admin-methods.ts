@@ -14,6 +14,8 @@ interface Caller {
 export interface AdminMethods {
   /** Reads agentd.json again and applies what can change live; says what was applied and what needs a restart. */
   reloadConfig(): Promise<W.ReloadReport>;
+  /** Renames an agent, keeping its conversations, subscriptions and webhook filters; 409 while it has turns running. */
+  renameAgent(name: string, newName: string): Promise<W.AgentInfo>;
   /** One page of stored conversations as export records; pass its `next` as `after` for the one after. */
   exportConversations(args?: W.ExportArgs): Promise<W.ExportPage>;
   /** Every export record matching the filter, page by page (`export_conversations` until `next` is null). */
@@ -25,6 +27,9 @@ export interface AdminMethods {
 export const adminMethods: AdminMethods & ThisType<Caller> = {
   reloadConfig() {
     return this.call('reload_config', {});
+  },
+  renameAgent(name, newName) {
+    return this.call('rename_agent', { name, new_name: newName });
   },
   exportConversations(args = {}) {
     return this.call('export_conversations', args);

@@ -261,7 +261,7 @@ async function assemble(config: ResolvedConfig, reread: () => ResolvedConfig): P
   };
   const bus = createBus(config, { storage, log, agents, topology, pool, agentEvents }, startup.subscriptions);
   const schedules = startSchedules(config, storage, bus, log);
-  const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: topology.agentChanges });
+  const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), webhooks, cluster: topology.agentChanges });
   const live: LiveSettings = { providers: config.providers, logLevel: config.logLevel };
   const limits = { ...limitsOf(config) };
   const reloader = new ConfigReloader(config, reread, { log, live, agents, agentService, pool, bus, schedules, webhooks, limiter, limits });

@@ -110,6 +110,8 @@ export interface DaemonStorage {
   upsertAgent(name: string, config: string): Promise<void>;
   /** Deletes an agent, its conversations (and their search entries) and its subscriptions. */
   deleteAgent(name: string): Promise<void>;
+  /** Renames an agent and everything stored that names it, at once (storage/rename-agent.ts); false when the store has no such agent. */
+  renameAgent(from: string, to: string): Promise<boolean>;
   /** Periodic upkeep (SQLite: the bounded WAL checkpoint; PostgreSQL: nothing). */
   maintain(walMaxBytes: number): Promise<unknown>;
   /**

@@ -200,6 +200,17 @@ export class EventBus {
     if (gone.length > 0 && opts.stored) await this.#opts.storage?.run({ op: 'subscription_delete', ids: gone.map((s) => s.id) });
   }
 
+  /** `rename_agent`, once stored: the subscriptions targeting `from`, or listening for its `done`, now name `to` (ids kept). */
+  renameAgent(from: string, to: string): void {
+    const done = `agent:${from}:done`;
+    const named = [...this.#byId.values()].filter((s) => s.target_agent === from || s.source === done);
+    for (const s of named) {
+      this.#remove(s);
+      this.#add({ id: s.id, source: s.source === done ? `agent:${to}:done` : s.source, target_agent: s.target_agent === from ? to : s.target_agent, once: s.once });
+    }
+    if (named.length > 0) this.#opts.cluster?.changed();
+  }
+
   list(): SubscriptionInfo[] {
     return [...this.#byId.values()].sort((a, b) => a.id - b.id).map(info);
   }

@@ -2,7 +2,7 @@
 import { AgentdError, Code } from '../../shared/errors.ts';
 import { op, type OpTable } from './op-table.ts';
 
-type AgentOp = 'list_agents' | 'get_agent' | 'create_agent' | 'update_agent' | 'delete_agent' | 'list_models' | 'set_active_model' | 'list_skills' | 'get_skill';
+type AgentOp = 'list_agents' | 'get_agent' | 'create_agent' | 'update_agent' | 'delete_agent' | 'rename_agent' | 'list_models' | 'set_active_model' | 'list_skills' | 'get_skill';
 
 export const agentOps: OpTable<AgentOp> = {
   list_agents: op((ctx) => ({ agents: ctx.agents.list() })),
@@ -24,6 +24,7 @@ export const agentOps: OpTable<AgentOp> = {
     await ctx.agentService.delete(args.nonEmptyStr('name'));
     return {};
   }),
+  rename_agent: op(async (ctx, _from, _req, args) => await ctx.agentService.rename(args.nonEmptyStr('name'), args.str('new_name'))),
   list_models: op(async (ctx) => ({ models: await ctx.agentService.models() })),
   set_active_model: op(async (ctx, _from, _req, args) => {
     await ctx.agentService.setActiveModel(args.nonEmptyStr('model'));

@@ -82,6 +82,11 @@ export class WebhookHub {
     if (this.#reloader !== null) clearInterval(this.#reloader);
   }
 
+  /** Reads the table again (`rename_agent` changed the agents webhooks filter on). */
+  async reload(): Promise<void> {
+    if (this.#o.store !== null) this.#replace(await this.#o.store.call<WebhookRecord[]>({ call: 'list' }));
+  }
+
   #replace(rows: readonly WebhookRecord[]): void {
     this.#hooks.clear();
     for (const r of rows) this.#hooks.set(r.name, hookOf(r));

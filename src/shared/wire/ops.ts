@@ -60,6 +60,7 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   create_agent: 'agent_info',
   update_agent: 'agent_info',
   delete_agent: 'pong',
+  rename_agent: 'agent_info',
   list_models: 'model_list',
   set_active_model: 'pong',
   list_skills: 'skill_list',

@@ -41,6 +41,8 @@ export type StorageTask =
   | { op: 'agent_upsert'; name: string; config: string }
   /** Deletes an agent, its conversations (and their search entries) and its subscriptions. */
   | { op: 'agent_delete'; name: string }
+  /** Renames an agent and what names it (storage/rename-agent.ts); answers false when the store has no such agent. */
+  | { op: 'agent_rename'; name: string; newName: string }
   /** Periodic upkeep (SQLite: the bounded WAL checkpoint). */
   | { op: 'maintain'; walMaxBytes: number }
   /** Indexes up to `limit` committed messages for search; answers how many it read (SQLite: search-index.ts). */

@@ -82,6 +82,8 @@ export default async function handle(task: StorageTask): Promise<unknown> {
     case 'agent_delete':
       await s.deleteAgent(task.name);
       return null;
+    case 'agent_rename':
+      return s.renameAgent(task.name, task.newName);
     case 'maintain':
       return s.maintain(task.walMaxBytes);
     case 'index_messages':

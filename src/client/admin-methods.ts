@@ -14,6 +14,8 @@ interface Caller {
 export interface AdminMethods {
   /** Reads agentd.json again and applies what can change live; says what was applied and what needs a restart. */
   reloadConfig(): Promise<W.ReloadReport>;
+  /** Cluster mode: hands this node's partitions to the others; resolves once it serves none (then it can be stopped). */
+  drainNode(): Promise<W.DrainReport>;
   /** Renames an agent, keeping its conversations, subscriptions and webhook filters; 409 while it has turns running. */
   renameAgent(name: string, newName: string): Promise<W.AgentInfo>;
   /** One page of stored conversations as export records; pass its `next` as `after` for the one after. */
@@ -27,6 +29,9 @@ export interface AdminMethods {
 export const adminMethods: AdminMethods & ThisType<Caller> = {
   reloadConfig() {
     return this.call('reload_config', {});
+  },
+  drainNode() {
+    return this.call('drain', {});
   },
   renameAgent(name, newName) {
     return this.call('rename_agent', { name, new_name: newName });

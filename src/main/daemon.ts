@@ -276,6 +276,7 @@ async function assemble(config: ResolvedConfig, reread: () => ResolvedConfig): P
     reloader,
     closing: () => lifecycle.closing,
     clusterStats: () => topology.stats(),
+    drain: topology.drain,
     schedules,
     webhooks,
     webhookHosts: config.webhookHosts,

@@ -38,6 +38,7 @@ function harness() {
     reloader: {} as ConfigReloader,
     closing: () => state.closing,
     clusterStats: () => null,
+    drain: null,
     schedules: {} as ScheduleEngine,
     webhooks: {} as WebhookHub,
     webhookHosts: [],
@@ -117,7 +118,7 @@ describe('dispatch', () => {
   it('lists every operation it serves, once each', () => {
     const names = operationNames();
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(48);
-    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'reload_config', 'rename_agent', 'export_conversations', 'import_messages', 'create_schedule', 'list_schedules', 'delete_schedule', 'get_run', 'list_runs', 'join_run', 'steer', 'approve_tool']) expect(names).toContain(n);
+    expect(names.length).toBe(49);
+    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'reload_config', 'drain', 'rename_agent', 'export_conversations', 'import_messages', 'create_schedule', 'list_schedules', 'delete_schedule', 'get_run', 'list_runs', 'join_run', 'steer', 'approve_tool']) expect(names).toContain(n);
   });
 });

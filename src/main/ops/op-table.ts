@@ -5,7 +5,7 @@
  * bound to its operation (op-args.ts) and returns its operation's reply
  * value, which dispatch wraps in the reply variant (shared/wire/frames.ts).
  */
-import type { ClusterStats, OperationName, ReplyOf, Stats } from '../../shared/wire/ops.ts';
+import type { ClusterStats, DrainReport, OperationName, ReplyOf, Stats } from '../../shared/wire/ops.ts';
 import type { FrameBody } from '../../shared/wire/frames.ts';
 import type { OpArgs } from './op-args.ts';
 import type { AgentRegistry } from '../agent-registry.ts';
@@ -52,6 +52,8 @@ export interface DispatchContext {
   reloader: ConfigReloader;
   /** True once shutdown began: new work gets 503. */
   closing(): boolean;
+  /** Cluster mode: `drain` (hand every partition to the other nodes); null on a single node. */
+  drain: (() => Promise<DrainReport>) | null;
   /** Cluster mode: this node's view of the cluster for get_stats; null on a single node. */
   clusterStats(): ClusterStats | null;
   /** Schedules: time as an event source (main/schedules/). */

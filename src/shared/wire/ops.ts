@@ -69,6 +69,7 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   auth: 'pong',
   get_stats: 'stats',
   reload_config: 'reloaded',
+  drain: 'drained',
   list_mcps: 'mcp_list',
   upsert_mcp: 'mcp_info',
   delete_mcp: 'pong',

@@ -74,6 +74,8 @@ function stopOnSignals(daemon: Awaited<ReturnType<typeof startDaemon>>): void {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  // SIGHUP: read agentd.json again and apply what can change live (docs/operations.md, "Changes without a restart").
+  process.on('SIGHUP', () => void daemon.reload());
 }
 
 async function main(): Promise<void> {
@@ -103,7 +105,7 @@ async function main(): Promise<void> {
 
   let daemon;
   try {
-    daemon = await startDaemon(config);
+    daemon = await startDaemon(config, () => resolveConfig(flags));
   } catch (err) {
     fail((err as Error).message);
   }

@@ -29,6 +29,7 @@ import { rejoining } from './rejoin.ts';
 import { scheduleMethods, type ScheduleMethods } from './schedule-methods.ts';
 import { runMethods, type RunMethods } from './run-methods.ts';
 import { tokenMethods, type TokenMethods } from './token-methods.ts';
+import { adminMethods, type AdminMethods } from './admin-methods.ts';
 
 export { AgentdError, Code, ConnectionClosedError };
 export { CONNECTION_CLOSED } from './errors.ts';
@@ -53,7 +54,7 @@ function withSender<T extends object>(args: T, sender: string | undefined): T & 
 }
 
 // Declaration merging: the methods of run-methods.ts and schedule-methods.ts, added to the prototype below, are the class's.
-export interface AgentdClient extends RunMethods, ScheduleMethods, TokenMethods {}
+export interface AgentdClient extends RunMethods, ScheduleMethods, TokenMethods, AdminMethods {}
 
 export class AgentdClient {
   readonly #opts: ConnectOptions;
@@ -388,4 +389,4 @@ export class AgentdClient {
   }
 }
 
-Object.assign(AgentdClient.prototype, runMethods, scheduleMethods, tokenMethods);
+Object.assign(AgentdClient.prototype, runMethods, scheduleMethods, tokenMethods, adminMethods);

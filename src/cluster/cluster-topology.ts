@@ -12,7 +12,7 @@ import type { AgentChanges, FrameSink, ServingParts, Topology, TopologyHost } fr
 import { busTurn } from '../main/turn-request.ts';
 import type { ClusterSettings } from '../shared/config.ts';
 import type { SharedFencesInit } from '../shared/threads/shard-messages.ts';
-import type { ClusterStats } from '../shared/wire/ops.ts';
+import type { ClusterStats, DrainReport } from '../shared/wire/ops.ts';
 import { ClusterNode } from './router.ts';
 import { ClusterSync } from './sync.ts';
 
@@ -100,6 +100,8 @@ export class ClusterTopology implements Topology {
     node.onStop(() => sync.close());
     log.info({ node: settings.node, cluster: settings.name }, 'cluster node serving');
   }
+
+  readonly drain = (): Promise<DrainReport> => this.#node.drain();
 
   leave(): void {
     this.#node.beginLeave();

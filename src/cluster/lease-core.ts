@@ -35,6 +35,20 @@ interface Seen {
   at: number;
 }
 
+/** A node's heartbeat as seen: also whether it says its node is draining (`drain`: no partition targets it). */
+interface Heard extends Seen {
+  draining: boolean;
+}
+
+/** Whether a heartbeat's record says its node is draining. */
+function drainingIn(text: string): boolean {
+  try {
+    return (JSON.parse(text) as { draining?: unknown }).draining === true;
+  } catch {
+    return false;
+  }
+}
+
 interface PartEntry extends Seen {
   owner: string | null;
 }
@@ -46,7 +60,7 @@ export class LeaseCore {
   readonly partitions: number;
   readonly leaseMs: number;
   readonly #now: () => number;
-  readonly #nodes = new Map<string, Seen>();
+  readonly #nodes = new Map<string, Heard>();
   readonly #parts = new Map<number, PartEntry>();
   /** The partitions this node serves: the revision of the entry that gave it each, and the token the store issued. */
   readonly #served = new Map<number, { revision: number; token: number }>();
@@ -80,6 +94,17 @@ export class LeaseCore {
   }
 
   get stopped(): boolean { return this.#stopped; }
+
+  /** `drain`: from now on no partition targets this node, so its rounds give up all it serves (its heartbeat tells the others). */
+  #draining = false;
+  get draining(): boolean { return this.#draining; }
+  drain(): void { this.#draining = true; }
+
+  /** The live nodes partitions may target: those not draining (all of them, should every one be draining). */
+  #assignable(live: readonly string[]): string[] {
+    const open = live.filter((n) => (n === this.node ? !this.#draining : this.#nodes.get(n)?.draining !== true));
+    return open.length > 0 ? open : [...live];
+  }
 
   /** Until when (clock time) this node may serve without another acknowledged heartbeat. */
   get validUntil(): number {
@@ -129,13 +154,13 @@ export class LeaseCore {
   }
 
   /** Every node with a heartbeat in the bucket: whether it counts as live, the partitions the bucket gives it, its lease's age. */
-  nodeStats(): { node: string; live: boolean; partitions: number; lease_age_ms: number }[] {
+  nodeStats(): { node: string; live: boolean; draining: boolean; partitions: number; lease_age_ms: number }[] {
     const now = this.#now();
     const live = new Set(this.liveNodes());
     const owned = new Map<string, number>();
     for (const owner of this.owners()) if (owner !== null) owned.set(owner, (owned.get(owner) ?? 0) + 1);
     return [...this.#nodes.entries()]
-      .map(([node, seen]) => ({ node, live: live.has(node), partitions: owned.get(node) ?? 0, lease_age_ms: Math.max(0, Math.round(now - seen.at)) }))
+      .map(([node, seen]) => ({ node, live: live.has(node), draining: node === this.node ? this.#draining : seen.draining, partitions: owned.get(node) ?? 0, lease_age_ms: Math.max(0, Math.round(now - seen.at)) }))
       .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
   }
 
@@ -236,7 +261,7 @@ export class LeaseCore {
       const name = e.key.slice('node.'.length);
       if (e.deleted) this.#nodes.delete(name);
       // A heartbeat delivered again (a watch opened anew) is no news of its node: its arrival time stays.
-      else if (this.#nodes.get(name)?.revision !== e.revision) this.#nodes.set(name, { revision: e.revision, at: this.#now() });
+      else if (this.#nodes.get(name)?.revision !== e.revision) this.#nodes.set(name, { revision: e.revision, at: this.#now(), draining: drainingIn(e.text()) });
       return none;
     }
     if (!e.key.startsWith('part.')) return none;
@@ -265,7 +290,7 @@ export class LeaseCore {
     if (this.watchProgress() !== 'caught-up') return { kind: 'skip' };
     if (!this.#valid()) return { kind: 'expired', lost: this.#dropAll('lease') };
     const live = this.liveNodes();
-    const targets = assignPartitions(this.partitions, live);
+    const targets = assignPartitions(this.partitions, this.#assignable(live));
     const releases: { partition: number; revision: number }[] = [];
     const lost: Loss[] = [];
     for (const [partition, { revision }] of [...this.#served]) {

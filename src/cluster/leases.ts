@@ -133,13 +133,19 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
   }
 
   /** Every node with a heartbeat in the bucket: whether it counts as live, its partitions and its lease's age. Sorted by name. */
-  nodeStats(): { node: string; live: boolean; partitions: number; lease_age_ms: number }[] {
+  nodeStats(): { node: string; live: boolean; draining: boolean; partitions: number; lease_age_ms: number }[] {
     return this.#core.nodeStats();
   }
 
   /** Milliseconds this node may still serve without another acknowledged heartbeat (0 once its lease ran out). */
   leaseLeftMs(): number {
     return this.#core.leaseLeftMs();
+  }
+
+  /** `drain`: this node's next heartbeat says so, and its rounds give up every partition (see LeaseCore.drain). */
+  drain(): void {
+    this.#core.drain();
+    void this.#heartbeat();
   }
 
   /** Joins: binds the bucket, sends the first heartbeat, reads the bucket, then takes part in ownership rounds. */
@@ -241,7 +247,7 @@ export class LeaseManager extends EventEmitter<LeaseEvents> implements FenceSour
     const sentAt = performance.now();
     const losses = this.#losses;
     const key = `node.${this.node}`;
-    const value = enc.encode(JSON.stringify({ node: this.node }));
+    const value = enc.encode(JSON.stringify(this.#core.draining ? { node: this.node, draining: true } : { node: this.node }));
     try {
       const revision = this.#beatRevision === null ? await this.#kv!.put(key, value) : await this.#kv!.update(key, value, this.#beatRevision);
       if (losses !== this.#losses) return null;

@@ -17,11 +17,12 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { utf8Text } from '../shared/codec.ts';
 import { withoutPassword } from '../shared/redact.ts';
-import { Code } from '../shared/errors.ts';
+import { AgentdError, Code } from '../shared/errors.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isPlainMap } from '../shared/args.ts';
 import type { ClusterSettings } from '../shared/config.ts';
 import type { Logger } from '../shared/log.ts';
-import type { ClusterStats } from '../shared/wire/ops.ts';
+import type { ClusterStats, DrainReport } from '../shared/wire/ops.ts';
 import { partitionOf, SharedFences } from '../shared/partitions.ts';
 import { runIdHash } from '../shared/wire/run-id.ts';
 import type { Dispatch, Requester } from '../main/dispatch.ts';
@@ -34,10 +35,13 @@ import { LeaseManager } from './leases.ts';
 import { decodeMessage, encodeMessage } from './messages.ts';
 
 /** The operations addressed to one pair (`agent`, `sender`): each runs at the pair's owner. */
-export const PAIR_OPS: ReadonlySet<string> = new Set(['stream', 'send', 'kill', 'compact', 'get_conversation_history', 'delete_conversation', 'steer']);
+export const PAIR_OPS: ReadonlySet<string> = new Set(['stream', 'send', 'kill', 'compact', 'get_conversation_history', 'delete_conversation', 'steer', 'import_messages']);
 
 /** The operations addressed to one run (`run_id`): each runs at the owner of the pair whose hash the run id carries. */
 export const RUN_OPS: ReadonlySet<string> = new Set(['get_run', 'join_run', 'approve_tool']);
+
+/** How often `drain` looks whether this node still serves a partition. */
+const DRAIN_POLL_MS = 50;
 
 /** Stand-in connection ids of forwarded requests: above any socket connection's (they count from 1). */
 const FORWARDED_ID_BASE = 0x8000_0000;
@@ -264,6 +268,23 @@ export class ClusterNode {
    * the partitions to the nodes that stay. The partitions stay this node's
    * meanwhile: its own turns end (cancelled) and store under its tokens.
    */
+  /**
+   * `drain`: no partition targets this node any more, so its rounds give
+   * them up (each once its running turns ended) and the others take them;
+   * requests for them meanwhile are held, then forwarded. Resolves once
+   * this node serves none.
+   */
+  async drain(): Promise<DrainReport> {
+    const leases = this.#leases;
+    if (leases === null) throw new AgentdError(Code.ShuttingDown, 'this cluster node is not serving yet');
+    const served = leases.served().length;
+    leases.drain();
+    this.#log.warn({ node: this.settings.node, partitions: served }, 'cluster node draining: handing its partitions to the other nodes');
+    while (leases.served().length > 0) await sleep(DRAIN_POLL_MS);
+    this.#log.warn({ node: this.settings.node }, 'cluster node drained: it serves no partition');
+    return { node: this.settings.node, released: served };
+  }
+
   beginLeave(): void {
     this.#leaving = true;
     this.#server?.close();

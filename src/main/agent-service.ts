@@ -30,6 +30,8 @@ export interface AgentServiceOptions {
   maxAgents: number;
   /** Called after every change of the agents (the MCP thread follows their `mcps`). */
   onChange?: () => void;
+  /** `rename_agent`: the webhooks' agent filters are read again once the store renamed the agent. */
+  webhooks?: { reload(): Promise<void> };
   /** Cluster mode: the other nodes are told of each change, and purge a deleted agent before its rows go. */
   cluster?: { agentChanged(name: string): void; purgeElsewhere(name: string): Promise<void> };
 }
@@ -77,6 +79,26 @@ export class AgentService {
     }
   }
 
+  /**
+   * `reload_config`: the config file's entry for `name`, as it is (not a
+   * patch): creates the agent or replaces its config. Checked as create_agent
+   * and update_agent check theirs.
+   */
+  async put(name: string, raw: unknown): Promise<AgentInfo> {
+    if (!this.#o.agents.has(name)) return this.create(name, raw);
+    return this.#save(name, await this.#validate('reload_config', raw));
+  }
+
+  /** `reload_config`: the providers agents may name from now on (main's copy; shards get theirs as a message). */
+  setProviders(providers: Record<string, ProviderConfig>): void {
+    this.#o.providers = providers;
+  }
+
+  /** `reload_config`: a new `max_agents`, for creates from now on. */
+  setMaxAgents(max: number): void {
+    this.#o.maxAgents = max;
+  }
+
   async update(name: string, patch: unknown): Promise<AgentInfo> {
     const current = this.#o.agents.get(name);
     if (current === undefined) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
@@ -98,6 +120,47 @@ export class AgentService {
     await this.#o.storage?.run({ op: 'agent_delete', name });
     await this.#o.bus.removeAgent(name, { stored: false });
     this.#o.cluster?.agentChanged(name);
+  }
+
+  /**
+   * Renames an agent, keeping its conversations, subscriptions and webhook
+   * filters. New turns for it are refused from the start (404); refused with
+   * 409 if any turn of it is running or queued here. Its conversations are
+   * forgotten on every shard (and, in a cluster, on every node) before the
+   * store renames them, so none is held under the old name; its pairs hash
+   * to other shards under the new one, and load from the store there.
+   */
+  async rename(name: string, newName: string): Promise<AgentInfo> {
+    const config = this.#o.agents.get(name);
+    if (config === undefined) throw new AgentdError(Code.NotFound, `unknown agent "${name}"`);
+    if (!isValidAgentName(newName)) throw new AgentdError(Code.BadRequest, 'rename_agent.new_name must be 1-64 letters, digits, "-", "_" or ".", not starting with "."');
+    if (this.#o.agents.has(newName) || this.#creating.has(newName)) throw new AgentdError(Code.Conflict, `agent "${newName}" exists already`);
+    this.#creating.add(newName);
+    this.#o.agents.remove(name);
+    this.#o.pool.broadcast({ type: 'agent', name, config: null });
+    let renamed = false;
+    try {
+      const busy = (await this.#o.pool.activeConversations(name, null)).filter((c) => c.running || c.queued > 0);
+      if (busy.length > 0) throw new AgentdError(Code.Conflict, `agent "${name}" has turns running or queued (sender "${busy[0]!.sender}"): rename it once they have ended`);
+      await this.#o.pool.purgeAgent(name);
+      await this.#o.cluster?.purgeElsewhere(name);
+      const stored = (await this.#o.storage?.run<boolean>({ op: 'agent_rename', name, newName })) ?? true;
+      if (!stored) throw new AgentdError(Code.NotFound, `unknown agent "${name}" (the store has no such agent)`);
+      renamed = true;
+    } finally {
+      this.#creating.delete(newName);
+      const now = renamed ? newName : name;
+      this.#o.agents.set(now, config);
+      this.#o.pool.broadcast({ type: 'agent', name: now, config });
+      // Other nodes may have purged it already: they read it back from the store.
+      if (!renamed) this.#o.cluster?.agentChanged(name);
+    }
+    this.#o.onChange?.();
+    this.#o.bus.renameAgent(name, newName);
+    await this.#o.webhooks?.reload();
+    this.#o.cluster?.agentChanged(name);
+    this.#o.cluster?.agentChanged(newName);
+    return this.#o.agents.info(newName)!;
   }
 
   /** `echo` and whatever each configured endpoint offers; `active` is the default agent's model. */

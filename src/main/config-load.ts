@@ -1,7 +1,9 @@
 /**
  * Builds the resolved configuration from defaults, the config file, the
- * environment and command-line flags (in rising priority). Runs once, at
- * start-up, before anything listens: synchronous reads are fine here.
+ * environment and command-line flags (in rising priority). Runs at
+ * start-up, before anything listens, and again at each reload (SIGHUP,
+ * `reload_config`: main/reload.ts), operator-driven and rare: synchronous
+ * reads of one small file are fine here.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism, homedir } from 'node:os';

@@ -20,6 +20,7 @@ import { chainCutEvent } from './bus/chain-budget.ts';
 import type { McpHub } from './hosts/mcp-hub.ts';
 import type { Topology } from './topology.ts';
 import type { HttpRequester } from './http/http-requester.ts';
+import type { LiveSettings } from './reload.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
@@ -59,6 +60,8 @@ export interface ShardFeeds {
   bus: EventBus;
   log: Logger;
   agentEvents: AgentEvents;
+  /** The providers and log level in force (reload_config changes them): a replaced shard starts with these. */
+  live: LiveSettings;
 }
 
 /** What each shard starts with, and where its outputs go. */
@@ -69,7 +72,7 @@ export function shardOutputs(config: ResolvedConfig, f: ShardFeeds): ShardOutput
   const memoryPerShard = Math.ceil(config.memoryConversations / config.workers);
   return {
     init: (index) => ({
-      index, shards: config.workers, agents: f.agents.all(), providers: config.providers, home: config.home, logLevel: config.logLevel,
+      index, shards: config.workers, agents: f.agents.all(), providers: f.live.providers, home: config.home, logLevel: f.live.logLevel,
       crashToken, store: f.store, memoryConversations: memoryPerShard, memoryBytes: Math.ceil(config.memoryBytes / config.workers), writeLock: f.writeLock,
       harnessPort: f.harness.portForShard(), mcpPort: f.mcp.portForShard(), writerPort: f.writer?.portForShard() ?? null, fences: topology.fences,
       runRetentionMs: config.runRetentionMs, observe: { metrics: config.metrics !== null, spans: config.otlp !== null },

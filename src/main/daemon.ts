@@ -55,6 +55,8 @@ import type { Authenticate } from './auth/principal.ts';
 import type { HttpRequester, RequesterHost } from './http/http-requester.ts';
 import { createBus, openStorage, shardOutputs } from './daemon-parts.ts';
 import { startHttp, type HttpListener } from './http/start.ts';
+import { ConfigReloader, type LiveSettings } from './reload.ts';
+import type { ReloadReport } from '../shared/wire/admin.ts';
 
 /** How long a closing connection may take to flush before it is cut. */
 const CONNECTION_CLOSE_MS = 500;
@@ -101,6 +103,8 @@ interface DaemonParts {
   tokens: TokenService;
   /** The home's token (admin) or a scoped one, to a Principal: what every transport authenticates with. */
   authenticate: Authenticate;
+  /** `reload_config` and SIGHUP. */
+  reloader: ConfigReloader;
 }
 
 export class Daemon implements ConnectionHost, RequesterHost {
@@ -121,9 +125,9 @@ export class Daemon implements ConnectionHost, RequesterHost {
     this.log = parts.log;
   }
 
-  /** Builds every part, starts the shards, then listens. */
-  static async start(config: ResolvedConfig): Promise<Daemon> {
-    const daemon = new Daemon(await assemble(config));
+  /** Builds every part, starts the shards, then listens; `reread` resolves the configuration again (reload_config, SIGHUP). */
+  static async start(config: ResolvedConfig, reread: () => ResolvedConfig = () => config): Promise<Daemon> {
+    const daemon = new Daemon(await assemble(config, reread));
     await daemon.#listen();
     return daemon;
   }
@@ -197,6 +201,11 @@ export class Daemon implements ConnectionHost, RequesterHost {
     if (cancelTurns) this.#parts.pool.broadcast({ type: 'conn_closed', conn: conn.id });
   }
 
+  /** SIGHUP: as `reload_config`, the outcome logged; null when the file was refused. */
+  reload(): Promise<ReloadReport | null> {
+    return this.#parts.reloader.reloadAndLog();
+  }
+
   close(): Promise<void> {
     this.#closed ??= this.#shutdown();
     return this.#closed;
@@ -244,7 +253,7 @@ export class Daemon implements ConnectionHost, RequesterHost {
  * the bus and dispatch can use it; the shards start last, once everything
  * they feed exists, and then the topology serves.
  */
-async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
+async function assemble(config: ResolvedConfig, reread: () => ResolvedConfig): Promise<DaemonParts> {
   // Prometheus metrics cost nothing while off: no histograms, no registry.
   const metrics = config.metrics === null ? null : new MetricsService();
   // The live view's turn rates are always kept (agentctl top works without metrics); they hand each turn on to the metrics.
@@ -287,7 +296,10 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   const schedules = startSchedules(config, storage, bus, log);
   const tokens = new TokenService({ storage, log, live: () => connections.values() });
   connectionLimits.authenticate = tokens.authenticate;
-  const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), cluster: topology.agentChanges });
+  const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), webhooks, cluster: topology.agentChanges });
+  const live: LiveSettings = { providers: config.providers, logLevel: config.logLevel };
+  const limits = { ...limitsOf(config) };
+  const reloader = new ConfigReloader(config, reread, { log, live, agents, agentService, pool, bus, schedules, webhooks, limiter, limits });
   const dispatchContext: DispatchContext = {
     pool, storage, bus, observers, agents, agentService, mcp,
     skills: new SkillCatalogue(config.home, log),
@@ -295,9 +307,11 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
     startedAt: Date.now(),
     connections: () => connections.size,
     transportStats: () => limiter.stats(),
-    limits: limitsOf(config),
+    limits,
+    reloader,
     closing: () => lifecycle.closing,
     clusterStats: () => topology.stats(),
+    drain: topology.drain,
     schedules,
     webhooks,
     webhookHosts: config.webhookHosts,
@@ -311,16 +325,16 @@ async function assemble(config: ResolvedConfig): Promise<DaemonParts> {
   // Clients' (and harnesses') requests go where the topology sends them.
   const entry = guardedDispatch(topology.entry(dispatch));
   const harness = new HarnessHost(entry, agents);
-  const outputs = shardOutputs(config, { agents, store, writeLock, harness, mcp, writer, topology, connections, requesters, bus, log, agentEvents });
+  const outputs = shardOutputs(config, { agents, store, writeLock, harness, mcp, writer, topology, connections, requesters, bus, log, agentEvents, live });
   writer?.onReplaced(() => pool.giveWriterPorts(() => writer.portForShard()));
   await Promise.all([pool.start(outputs), mcp.ready]);
   await topology.serve({ storage, local: dispatch, agents, bus, observers, onAgentsChanged: () => mcp.sync(), closing: () => lifecycle.closing });
   await schedules.start();
   await webhooks.start();
   tokens.startSweeping();
-  return { config, log, lifecycle, connections, requesters, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics, tokens, authenticate: authenticator(connectionLimits.token, tokens) };
+  return { config, log, lifecycle, connections, requesters, pool, storage, writer, observers, mcp, dispatch: entry, connectionLimits, limiter, topology, schedules, webhooks, metrics, tokens, authenticate: authenticator(connectionLimits.token, tokens), reloader };
 }
 
-export function startDaemon(config: ResolvedConfig): Promise<Daemon> {
-  return Daemon.start(config);
+export function startDaemon(config: ResolvedConfig, reread?: () => ResolvedConfig): Promise<Daemon> {
+  return Daemon.start(config, reread);
 }

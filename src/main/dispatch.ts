@@ -22,17 +22,18 @@ import { scheduleOps } from './ops/schedules.ts';
 import { webhookOps } from './ops/webhooks.ts';
 import { runOps } from './ops/runs.ts';
 import { tokenOps } from './ops/tokens.ts';
+import { transferOps } from './ops/transfer.ts';
 import type { LimitLog } from './limit-log.ts';
 
 export type { DispatchContext, Requester } from './ops/op-table.ts';
 
 export type Dispatch = (from: Requester, req: number, body: Record<string, unknown>) => void;
 
-const AREAS = [adminOps, turnOps, conversationOps, busOps, agentOps, mcpOps, scheduleOps, webhookOps, runOps, tokenOps] as const;
+const AREAS = [adminOps, turnOps, conversationOps, busOps, agentOps, mcpOps, scheduleOps, webhookOps, runOps, tokenOps, transferOps] as const;
 
 /** The areas together handle every operation of the wire contract, each as the contract types it. */
 type Handled = { readonly [Op in OperationName]: OpSpec<Op> };
-const HANDLED: Handled = { ...adminOps, ...turnOps, ...conversationOps, ...busOps, ...agentOps, ...mcpOps, ...scheduleOps, ...webhookOps, ...runOps, ...tokenOps };
+const HANDLED: Handled = { ...adminOps, ...turnOps, ...conversationOps, ...busOps, ...agentOps, ...mcpOps, ...scheduleOps, ...webhookOps, ...runOps, ...tokenOps, ...transferOps };
 
 /** Every operation dispatch serves, by name. */
 export function operationNames(): string[] {

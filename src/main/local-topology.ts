@@ -41,6 +41,9 @@ export class LocalTopology implements Topology {
     return null;
   }
 
+  /** A single node has no other node to hand its conversations to. */
+  readonly drain = null;
+
   serve(): Promise<void> {
     return Promise.resolve();
   }

@@ -10,7 +10,7 @@
 import type { ResolvedConfig } from '../shared/config.ts';
 import type { Logger } from '../shared/log.ts';
 import type { SharedFencesInit } from '../shared/threads/shard-messages.ts';
-import type { ClusterStats } from '../shared/wire/ops.ts';
+import type { ClusterStats, DrainReport } from '../shared/wire/ops.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { EventBus, SubscriptionInfo } from './bus/event-bus.ts';
 import type { ObserverHub } from './bus/observers.ts';
@@ -73,6 +73,8 @@ export interface Topology {
   stats(): ClusterStats | null;
   /** Begins serving, once the daemon's parts exist and the shards started. */
   serve(parts: ServingParts): Promise<void>;
+  /** `drain`: hands every partition to the other nodes; resolves once this node serves none. Null on a single node. */
+  readonly drain: (() => Promise<DrainReport>) | null;
   /** Shutdown's first step (new work is refused from here on). */
   leave(): void;
   /** Shutdown, after the connections closed and before the shards stop. */

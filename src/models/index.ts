@@ -11,16 +11,23 @@ import type { Model } from './types.ts';
 const echo = new EchoModel();
 
 export class Models {
-  readonly #providers: Record<string, ProviderConfig>;
+  #providers: Record<string, ProviderConfig>;
   readonly #clients = new Map<string, Model>();
   /** Per agent config (a changed config is a new object): its model behind its redactor. */
-  readonly #redacted = new WeakMap<AgentConfig, Model>();
+  #redacted = new WeakMap<AgentConfig, Model>();
 
   constructor(
     providers: Record<string, ProviderConfig>,
     readonly log: Logger | null = null,
   ) {
     this.#providers = providers;
+  }
+
+  /** `reload_config`: new providers for turns that start from now on (a running turn keeps the client it has). */
+  setProviders(providers: Record<string, ProviderConfig>): void {
+    this.#providers = providers;
+    this.#clients.clear();
+    this.#redacted = new WeakMap();
   }
 
   for(agent: AgentConfig): Model | Error {

@@ -34,6 +34,7 @@ const outbox = new Outbox((batch, transfer) => port.postMessage(batch, transfer)
 const writer = init.writerPort === null ? null : new WriterClient(init.writerPort);
 const fences = init.fences === null ? null : new SharedFences(init.fences.partitions, init.fences.buffer);
 const store = init.store === null ? null : await openConversationStorage(init.store, new WriteLock(init.writeLock, ownerToken(init.index)), writer, log, fences);
+const models = new Models(init.providers, log);
 const scheduler = new TurnScheduler({
   outbox,
   agents: init.agents,
@@ -43,7 +44,7 @@ const scheduler = new TurnScheduler({
   memoryBytes: init.memoryBytes,
   runRetentionMs: init.runRetentionMs,
   ownsPair: (agent, sender) => shardOf(agent, sender, init.shards) === init.index,
-  models: new Models(init.providers, log),
+  models,
   harness: new Harness(init.harnessPort, init.home, init.providers, new McpTools(init.mcpPort)),
 });
 
@@ -54,6 +55,10 @@ const inbox = new Inbox<ToShard>(
     if (init.crashToken !== null && msg.type === 'turn' && msg.content === init.crashToken) {
       // Test-only fault injection (AGENTD_TEST_CRASH_TOKEN): die like a real bug would.
       throw new Error(`shard ${init.index}: crash injected by AGENTD_TEST_CRASH_TOKEN`);
+    }
+    if (msg.type === 'settings') {
+      log.level = msg.logLevel;
+      return models.setProviders(msg.providers);
     }
     scheduler.handle(msg);
   },

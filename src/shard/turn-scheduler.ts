@@ -9,7 +9,7 @@
 import { DEFAULTS, type AgentConfig } from '../shared/config.ts';
 import { StopReason } from '../shared/protocol.ts';
 import { Code } from '../shared/errors.ts';
-import type { AgentChange, CompactRequest, ConnClosed, DropPartition, KillRequest, PairRequest, PurgeAgent, SteerRequest, ToShard, TurnRequest } from '../shared/threads/shard-messages.ts';
+import type { AgentChange, CompactRequest, ConnClosed, DropPartition, ImportRequest, KillRequest, PairRequest, PurgeAgent, SteerRequest, ToShard, TurnRequest } from '../shared/threads/shard-messages.ts';
 import { RunTable } from './runs/run-table.ts';
 import { WaitingRuns } from './runs/waiting-runs.ts';
 import { resumedRequest, type Resuming } from './runs/resume.ts';
@@ -29,6 +29,8 @@ import { PairGate } from './pair-gate.ts';
 import { PacedReads } from './paced-reads.ts';
 import { partitionOf } from '../shared/partitions.ts';
 import { callMeter } from './call-meter.ts';
+import { AgentdError } from '../shared/errors.ts';
+import { importBatch } from './import-batch.ts';
 
 export { CancelReason } from './job-runner.ts';
 
@@ -61,7 +63,7 @@ function historyMessage(m: Message): HistoryMessage {
 
 type PairAddress = { conn: number; req: number; agent: string; sender: string };
 /** A request for one pair: it runs in the pair's order. */
-type PairMessage = TurnRequest | CompactRequest | PairRequest | KillRequest;
+type PairMessage = TurnRequest | CompactRequest | PairRequest | KillRequest | ImportRequest;
 /** What waits on a held pair: its requests, and the close of a connection one of them came on. */
 type Waiting = PairMessage | ConnClosed;
 
@@ -151,6 +153,7 @@ export class TurnScheduler {
       case 'kill':
       case 'history':
       case 'delete':
+      case 'import':
         return this.#forPair(msg, false);
       case 'conn_closed':
         return this.#connClosed(msg);
@@ -238,6 +241,8 @@ export class TurnScheduler {
         return this.#history(msg, conv);
       case 'delete':
         return this.#delete(msg, conv);
+      case 'import':
+        return this.#import(msg, conv);
     }
   }
 
@@ -364,6 +369,23 @@ export class TurnScheduler {
     this.#gate.hold(pairKey(req.agent, req.sender), req.agent, gone, (deleted, queued) => {
       if (deleted.status === 'fulfilled') replyTo(this.#outbox, req, 'delete_conversation', {});
       else errorTo(this.#outbox, req, Code.Internal, `deleting failed: ${failure(deleted.reason)}`);
+      this.#replay(queued);
+    });
+  }
+
+  /**
+   * Writes an imported batch while the pair's next requests wait; the
+   * conversation is forgotten first, so the next one loads it as stored.
+   * Refused while the pair has turns running or queued.
+   */
+  #import(req: ImportRequest, conv: Conversation | null): void {
+    const store = this.#store;
+    if (store === null) return errorTo(this.#outbox, req, Code.BadRequest, 'import_messages needs a store: this daemon runs with "persist": false');
+    if (conv?.busy === true) return errorTo(this.#outbox, req, Code.Conflict, `agent "${req.agent}" is busy with sender "${req.sender}": import once its turns have ended`);
+    if (conv !== null) this.#table.remove(conv);
+    this.#gate.hold(pairKey(req.agent, req.sender), req.agent, importBatch(store, conv, req), (done, queued) => {
+      if (done.status === 'fulfilled') replyTo(this.#outbox, req, 'import_messages', done.value);
+      else errorTo(this.#outbox, req, done.reason instanceof AgentdError ? done.reason.code : Code.Internal, `import failed: ${failure(done.reason)}`);
       this.#replay(queued);
     });
   }

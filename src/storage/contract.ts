@@ -19,6 +19,8 @@ import type { Message } from '../models/types.ts';
 import type { ScheduleCall } from './schedule-calls.ts';
 import type { WebhookCall } from './webhook-calls.ts';
 import type { TokenCall } from './token-calls.ts';
+import type { ExportCursor, ExportFilter } from '../threads/storage/messages.ts';
+import type { ExportPage } from '../shared/wire/transfer.ts';
 
 // Main reads the start-up state too (it may not import worker code): defined with the storage tasks.
 export type { StoredStartupState, SubscriptionRecord };
@@ -121,12 +123,16 @@ export interface DaemonStorage {
   /** Brings the schema to the current version (refusing a newer one untouched), seeds agents once, reads the start-up state. */
   prepare(seedAgents: Record<string, AgentConfig>): Promise<StoredStartupState>;
   listConversations(agent: string | null, sender: string | null): Promise<ConversationSummary[]>;
+  /** One page of `export_conversations` (storage/export-page.ts). */
+  exportPage(filter: ExportFilter, cursor: ExportCursor, limit: number): Promise<ExportPage>;
   search(options: SearchOptions): Promise<SessionHit[]>;
   insertSubscription(source: string, targetAgent: string, once: boolean): Promise<number>;
   deleteSubscriptions(ids: readonly number[]): Promise<number>;
   upsertAgent(name: string, config: string): Promise<void>;
   /** Deletes an agent, its conversations (and their search entries) and its subscriptions. */
   deleteAgent(name: string): Promise<void>;
+  /** Renames an agent and everything stored that names it, at once (storage/rename-agent.ts); false when the store has no such agent. */
+  renameAgent(from: string, to: string): Promise<boolean>;
   /** Periodic upkeep (SQLite: the bounded WAL checkpoint; PostgreSQL: nothing). */
   maintain(walMaxBytes: number): Promise<unknown>;
   /**

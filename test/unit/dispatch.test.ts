@@ -8,6 +8,7 @@ import type { AgentService } from '../../src/main/agent-service.ts';
 import type { SkillCatalogue } from '../../src/main/skills.ts';
 import type { McpHub } from '../../src/main/hosts/mcp-hub.ts';
 import type { ScheduleEngine } from '../../src/main/schedules/schedule-engine.ts';
+import type { ConfigReloader } from '../../src/main/reload.ts';
 import type { WebhookHub } from '../../src/main/webhooks/webhook-hub.ts';
 import { TokenService } from '../../src/main/auth/token-service.ts';
 import { validateAgentConfig } from '../../src/shared/config-checks.ts';
@@ -36,8 +37,10 @@ function harness() {
     connections: () => 1,
     transportStats: () => ({ connections_by_listener: { unix: 0, tcp: 0, http: 0 }, refused_connections: { unix: 0, tcp: 0, http: 0 }, unauthenticated_connections: 0, unauthenticated_evicted: 0 }),
     limits: {},
+    reloader: {} as ConfigReloader,
     closing: () => state.closing,
     clusterStats: () => null,
+    drain: null,
     schedules: {} as ScheduleEngine,
     webhooks: {} as WebhookHub,
     webhookHosts: [],
@@ -119,7 +122,7 @@ describe('dispatch', () => {
   it('lists every operation it serves, once each', () => {
     const names = operationNames();
     expect(new Set(names).size).toBe(names.length);
-    expect(names.length).toBe(48);
-    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'get_dashboard', 'create_schedule', 'list_schedules', 'delete_schedule', 'get_run', 'list_runs', 'join_run', 'steer', 'approve_tool', 'create_token', 'list_tokens', 'revoke_token']) expect(names).toContain(n);
+    expect(names.length).toBe(53);
+    for (const n of ['list_mcps', 'upsert_mcp', 'delete_mcp', 'reconnect_mcp', 'subscribe_mcp_events', 'ping', 'stream', 'send', 'kill', 'compact', 'publish_event', 'create_agent', 'get_skill', 'get_stats', 'get_dashboard', 'create_schedule', 'list_schedules', 'delete_schedule', 'get_run', 'list_runs', 'join_run', 'steer', 'approve_tool', 'reload_config', 'drain', 'rename_agent', 'export_conversations', 'import_messages', 'create_token', 'list_tokens', 'revoke_token']) expect(names).toContain(n);
   });
 });

@@ -98,7 +98,7 @@ describe('lease core: liveness', () => {
     expect(a.liveNodes()).toEqual(['a', 'b']);
     t = 800;
     expect(a.liveNodes()).toEqual(['a']);
-    expect(a.nodeStats().find((s) => s.node === 'b')).toEqual({ node: 'b', live: false, partitions: 0, lease_age_ms: 800 });
+    expect(a.nodeStats().find((s) => s.node === 'b')).toEqual({ node: 'b', live: false, draining: false, partitions: 0, lease_age_ms: 800 });
   });
 });
 
@@ -185,6 +185,30 @@ describe('lease core: rounds', () => {
     expect(a.claimed(1, 12, 2)).toBe(true);
     expect(a.entrySeen(part(1, 'b', 13)).lost).toEqual([{ partition: 1, reason: 'taken' }]);
     expect(a.served()).toEqual([]);
+  });
+
+  it('a draining node gives up all it serves, and the others target its partitions (not: draining only in name)', () => {
+    const a = core('a');
+    join(a, 1);
+    a.entrySeen(beat('b', 2));
+    for (const p of targetsOf('a', ['a', 'b'])) {
+      a.took(p, 10 + p);
+      expect(a.claimed(p, 10 + p, p + 1)).toBe(true);
+    }
+    expect(a.served()).toEqual(targetsOf('a', ['a', 'b']));
+    a.drain();
+    const start = a.beginRound();
+    if (start.kind !== 'round') throw new Error(start.kind);
+    expect(start.releases.map((r) => r.partition)).toEqual(targetsOf('a', ['a', 'b']));
+    expect(a.served()).toEqual([]);
+    expect(a.nextTake(start.round)).toBeNull();
+    // b hears a's draining heartbeat: every partition targets b, and a's released ones are b's to take.
+    const b = core('b');
+    join(b, 3);
+    b.entrySeen({ ...beat('a', 4), text: () => JSON.stringify({ node: 'a', draining: true }) });
+    for (const r of start.releases) b.entrySeen(part(r.partition, null, 20 + r.partition));
+    expect(takes(b)).toEqual([0, 1, 2, 3]);
+    expect(b.nodeStats().find((s) => s.node === 'a')?.draining).toBe(true);
   });
 
   it('counts an entry that is not an owner record as unowned, and says so', () => {

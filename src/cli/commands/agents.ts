@@ -91,4 +91,17 @@ const del: Command = {
   },
 };
 
-export const agentCommands: Command[] = [list, show, create, update, del];
+const rename: Command = {
+  name: 'agents rename',
+  usage: 'NAME NEW_NAME',
+  summary: 'rename an agent, keeping its conversations, subscriptions and webhook filters (refused while it has turns running)',
+  example: 'agentctl agents rename writer editor',
+  arity: [2, 2],
+  async run({ client, args, json, out }: Context) {
+    const r = await client.renameAgent(args[0]!, args[1]!);
+    if (json) out.json(r);
+    else out.line(`renamed agent ${args[0]!} to ${r.name}`);
+  },
+};
+
+export const agentCommands: Command[] = [list, show, create, update, del, rename];

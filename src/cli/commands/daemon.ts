@@ -55,7 +55,7 @@ const cluster: Command = {
     out.line(out.out.bold(`cluster ${c.name}: node ${c.node}, ${c.live_nodes.length} live of ${c.nodes.length} known, ${c.partitions} partitions, lease ${c.lease_ms} ms`));
     out.table([
       ['  NODE', 'LIVE', 'PARTITIONS', 'LEASE AGE'],
-      ...c.nodes.map((n) => [`  ${n.node}${n.node === c.node ? ' (this)' : ''}`, n.live ? 'yes' : 'no', String(n.partitions), `${n.lease_age_ms} ms`]),
+      ...c.nodes.map((n) => [`  ${n.node}${n.node === c.node ? ' (this)' : ''}`, `${n.live ? 'yes' : 'no'}${n.draining ? ' (draining)' : ''}`, String(n.partitions), `${n.lease_age_ms} ms`]),
     ]);
     out.table([
       ['  unowned partitions', String(c.unowned_partitions)],
@@ -67,4 +67,41 @@ const cluster: Command = {
   },
 };
 
-export const daemonCommands: Command[] = [ping, stats, top, cluster];
+const reload: Command = {
+  name: 'reload',
+  usage: '',
+  summary: 'read agentd.json again and apply what can change live (as SIGHUP); prints what was applied and what needs a restart',
+  example: 'agentctl reload',
+  arity: [0, 0],
+  async run({ client, json, out }: Context) {
+    const r = await client.reloadConfig();
+    if (json) return out.json(r);
+    out.line(r.applied.length === 0 ? 'applied: nothing (no live setting changed)' : `applied: ${r.applied.join(', ')}`);
+    if (r.restart_required.length > 0) out.line(`changed, applied at the next start: ${r.restart_required.join(', ')}`);
+  },
+};
+
+const drain: Command = {
+  name: 'drain',
+  usage: '',
+  summary: 'cluster mode: hand this node\'s partitions to the other nodes and wait until it serves none, printing progress; then stop it',
+  example: 'agentctl --socket /srv/agentd-b/run/agentd.sock drain && systemctl stop agentd',
+  arity: [0, 0],
+  async run({ client, json, out }: Context) {
+    const done = client.drainNode();
+    let finished = false;
+    void done.then(() => (finished = true), () => (finished = true));
+    // Progress, once a second, until the drain answers (its own errors are done's).
+    for (let last = -1; !finished; ) {
+      const served = (await client.stats().catch(() => null))?.cluster?.served_partitions;
+      if (served !== undefined && served !== last && !finished) out.note(`draining: ${served} partitions still served here`);
+      last = served ?? last;
+      await Promise.race([done.catch(() => undefined), new Promise((r) => setTimeout(r, 1000))]);
+    }
+    const r = await done;
+    if (json) return out.json(r);
+    out.line(`drained node ${r.node}: ${r.released} partitions handed to the other nodes; it serves none and can be stopped`);
+  },
+};
+
+export const daemonCommands: Command[] = [ping, stats, top, cluster, reload, drain];

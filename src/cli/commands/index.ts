@@ -13,8 +13,9 @@ import { scheduleCommands } from './schedules.ts';
 import { webhookCommands } from './webhooks.ts';
 import { runCommands } from './runs.ts';
 import { tokenCommands } from './tokens.ts';
+import { transferCommands } from './transfer.ts';
 
-export const COMMANDS: readonly Command[] = [...turnCommands, ...runCommands, ...conversationCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...scheduleCommands, ...webhookCommands, ...tokenCommands, ...daemonCommands, ...profileCommands, completion];
+export const COMMANDS: readonly Command[] = [...turnCommands, ...runCommands, ...conversationCommands, ...transferCommands, ...agentCommands, ...catalogCommands, ...mcpCommands, ...busCommands, ...scheduleCommands, ...webhookCommands, ...tokenCommands, ...daemonCommands, ...profileCommands, completion];
 
 /** Groups whose bare name runs their `list` command. */
 export const GROUPS: readonly string[] = ['agents', 'models', 'skills', 'profile', 'schedules', 'webhooks', 'tokens'];

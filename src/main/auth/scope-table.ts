@@ -95,6 +95,13 @@ export const SCOPE_TABLE: { readonly [Op in OperationName]: ScopeRule } = {
   list_webhooks: READ_LIST,
   delete_webhook: WRITE,
   webhook_deliveries: READ_LIST,
+  // Operating the daemon: its configuration and its place in the cluster.
+  reload_config: ADMIN_ONLY,
+  drain: ADMIN_ONLY,
+  rename_agent: WRITE,
+  // Export reads history (narrowed like the other lists); import writes any message into any conversation.
+  export_conversations: { scopes: ['read'], binding: FILTER },
+  import_messages: ADMIN_ONLY,
   // Tokens themselves: admin only.
   create_token: ADMIN_ONLY,
   list_tokens: ADMIN_ONLY,

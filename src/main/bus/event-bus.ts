@@ -158,6 +158,11 @@ export class EventBus {
     });
   }
 
+  /** `reload_config`: a new `max_subscriptions`, for subscribes from now on. */
+  setMaxSubscriptions(max: number): void {
+    this.#opts.maxSubscriptions = max;
+  }
+
   async subscribe(source: string, targetAgent: string, once: boolean): Promise<SubscriptionInfo> {
     const max = this.#opts.maxSubscriptions ?? Infinity;
     if (this.#byId.size + this.#adding >= max) throw tooMany('subscriptions', max, 'max_subscriptions');
@@ -194,6 +199,17 @@ export class EventBus {
     const gone = [...this.#byId.values()].filter((s) => s.target_agent === agent);
     for (const s of gone) this.#remove(s);
     if (gone.length > 0 && opts.stored) await this.#opts.storage?.run({ op: 'subscription_delete', ids: gone.map((s) => s.id) });
+  }
+
+  /** `rename_agent`, once stored: the subscriptions targeting `from`, or listening for its `done`, now name `to` (ids kept). */
+  renameAgent(from: string, to: string): void {
+    const done = `agent:${from}:done`;
+    const named = [...this.#byId.values()].filter((s) => s.target_agent === from || s.source === done);
+    for (const s of named) {
+      this.#remove(s);
+      this.#add({ id: s.id, source: s.source === done ? `agent:${to}:done` : s.source, target_agent: s.target_agent === from ? to : s.target_agent, once: s.once });
+    }
+    if (named.length > 0) this.#opts.cluster?.changed();
   }
 
   list(): SubscriptionInfo[] {

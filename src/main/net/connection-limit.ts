@@ -36,7 +36,8 @@ export type ConnectionLimitStats = {
 };
 
 export class ConnectionLimiter {
-  readonly max: number;
+  /** Per listener; `reload_config` may change it (connections open past a lowered cap stay open). */
+  max: number;
   readonly #open: Record<Transport, number> = { unix: 0, tcp: 0, http: 0 };
   readonly #refused: Record<Transport, number> = { unix: 0, tcp: 0, http: 0 };
   /** TCP and HTTP sockets not authenticated yet, oldest first (a Set keeps insertion order). */

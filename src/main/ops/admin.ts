@@ -1,5 +1,6 @@
 /** The daemon itself: liveness, authentication (a no-op once through) and statistics. */
 import { VERSION } from '../../shared/version.ts';
+import { AgentdError, Code } from '../../shared/errors.ts';
 import type { Stats } from '../../shared/wire/ops.ts';
 import { buildDashboard } from '../dashboard/snapshot.ts';
 import { op, type DispatchContext, type OpTable } from './op-table.ts';
@@ -28,10 +29,15 @@ export async function collectStats(ctx: DispatchContext): Promise<Stats> {
   };
 }
 
-export const adminOps: OpTable<'ping' | 'auth' | 'get_stats' | 'get_dashboard'> = {
+export const adminOps: OpTable<'ping' | 'auth' | 'get_stats' | 'get_dashboard' | 'reload_config' | 'drain'> = {
   ping: op(() => ({}), { duringShutdown: true }),
   // On a transport without a token, or after authenticating, `auth` is a no-op.
   auth: op(() => ({}), { duringShutdown: true }),
   get_stats: op(collectStats, { duringShutdown: true }),
   get_dashboard: op(buildDashboard, { duringShutdown: true }),
+  reload_config: op((ctx) => ctx.reloader.reload()),
+  drain: op((ctx) => {
+    if (ctx.drain === null) throw new AgentdError(Code.BadRequest, 'drain is for a cluster node (started with --cluster): a single daemon has no other node to hand its conversations to');
+    return ctx.drain();
+  }),
 };

@@ -7,7 +7,7 @@ import { op, type OpTable, type Requester } from './op-table.ts';
 /** An agent as the requester may see it: without its configuration unless it sees secrets (auth/authorize.ts). */
 const shown = (from: Requester, info: AgentInfo): AgentInfo => (seesSecrets(from.principal) ? info : { ...info, config: {} });
 
-type AgentOp = 'list_agents' | 'get_agent' | 'create_agent' | 'update_agent' | 'delete_agent' | 'list_models' | 'set_active_model' | 'list_skills' | 'get_skill';
+type AgentOp = 'list_agents' | 'get_agent' | 'create_agent' | 'update_agent' | 'delete_agent' | 'rename_agent' | 'list_models' | 'set_active_model' | 'list_skills' | 'get_skill';
 
 export const agentOps: OpTable<AgentOp> = {
   list_agents: op((ctx, from) => ({ agents: ctx.agents.list().map((a) => shown(from, a)) })),
@@ -29,6 +29,7 @@ export const agentOps: OpTable<AgentOp> = {
     await ctx.agentService.delete(args.nonEmptyStr('name'));
     return {};
   }),
+  rename_agent: op(async (ctx, _from, _req, args) => await ctx.agentService.rename(args.nonEmptyStr('name'), args.str('new_name'))),
   list_models: op(async (ctx) => ({ models: await ctx.agentService.models() })),
   set_active_model: op(async (ctx, _from, _req, args) => {
     await ctx.agentService.setActiveModel(args.nonEmptyStr('model'));

@@ -5,7 +5,7 @@
  * bound to its operation (op-args.ts) and returns its operation's reply
  * value, which dispatch wraps in the reply variant (shared/wire/frames.ts).
  */
-import type { ClusterStats, OperationName, ReplyOf, Stats } from '../../shared/wire/ops.ts';
+import type { ClusterStats, DrainReport, OperationName, ReplyOf, Stats } from '../../shared/wire/ops.ts';
 import type { FrameBody } from '../../shared/wire/frames.ts';
 import type { OpArgs } from './op-args.ts';
 import type { AgentRegistry } from '../agent-registry.ts';
@@ -21,6 +21,7 @@ import type { WebhookHub } from '../webhooks/webhook-hub.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { TokenService } from '../auth/token-service.ts';
 import type { DashboardFeed } from '../dashboard/turn-rates.ts';
+import type { ConfigReloader } from '../reload.ts';
 
 /** Whoever sent the request: a socket connection or an in-process caller. */
 export interface Requester extends ObserverSink {
@@ -50,10 +51,14 @@ export interface DispatchContext {
   connections(): number;
   /** Connections per listener, refusals and the connection cap, for get_stats. */
   transportStats(): Pick<Stats, 'connections_by_listener' | 'refused_connections' | 'unauthenticated_connections' | 'unauthenticated_evicted'>;
-  /** The configured limits, as `get_stats` reports them (see limits.ts). */
-  limits: Readonly<Record<string, number>>;
+  /** The configured limits, as `get_stats` reports them (see limits.ts); `reload_config` changes some in place. */
+  limits: Record<string, number>;
+  /** `reload_config`: reads the config file again and applies what can change live. */
+  reloader: ConfigReloader;
   /** True once shutdown began: new work gets 503. */
   closing(): boolean;
+  /** Cluster mode: `drain` (hand every partition to the other nodes); null on a single node. */
+  drain: (() => Promise<DrainReport>) | null;
   /** Cluster mode: this node's view of the cluster for get_stats; null on a single node. */
   clusterStats(): ClusterStats | null;
   /** Schedules: time as an event source (main/schedules/). */

@@ -76,6 +76,11 @@ export class ScheduleEngine {
   }
 
   /** 409 when the name is taken, 429 past max_schedules. */
+  /** `reload_config`: a new `max_schedules`, for creates from now on. */
+  setMaxSchedules(max: number): void {
+    this.#o.maxSchedules = max;
+  }
+
   async create(r: ScheduleRecord): Promise<ScheduleRecord> {
     const result = await this.#o.store.call<InsertResult>({ call: 'insert', record: r, max: this.#o.maxSchedules });
     if (result === 'exists') throw new AgentdError(Code.Conflict, `schedule "${r.name}" already exists`);

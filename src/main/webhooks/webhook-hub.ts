@@ -82,6 +82,11 @@ export class WebhookHub {
     if (this.#reloader !== null) clearInterval(this.#reloader);
   }
 
+  /** Reads the table again (`rename_agent` changed the agents webhooks filter on). */
+  async reload(): Promise<void> {
+    if (this.#o.store !== null) this.#replace(await this.#o.store.call<WebhookRecord[]>({ call: 'list' }));
+  }
+
   #replace(rows: readonly WebhookRecord[]): void {
     this.#hooks.clear();
     for (const r of rows) this.#hooks.set(r.name, hookOf(r));
@@ -103,6 +108,11 @@ export class WebhookHub {
   #need(): WebhookStore {
     if (this.#o.store === null) throw new AgentdError(Code.BadRequest, 'webhooks need a store: this daemon runs with "persist": false');
     return this.#o.store;
+  }
+
+  /** `reload_config`: a new `max_webhooks`, for creates from now on. */
+  setMaxWebhooks(max: number): void {
+    this.#o.maxWebhooks = max;
   }
 
   /** 409 when the name is taken, 429 past max_webhooks. */

@@ -10,6 +10,7 @@ import type { ActiveConversation } from '../wire/ops.ts';
 import type { StoreLocation } from '../store-location.ts';
 import type { RunInfo, RunStatus } from '../wire/runs.ts';
 import type { CallStatus, Tally } from './call-tally.ts';
+import type { Message } from '../../models/types.ts';
 
 /** What a shard receives when it starts (workerData). */
 export interface ShardInit {
@@ -164,6 +165,22 @@ export interface PairRequest {
   sender: string;
 }
 
+/** `import_messages`: a batch of stored messages for the pair, at positions `from`, … (shard/import-batch.ts). */
+export interface ImportRequest {
+  type: 'import';
+  conn: number;
+  req: number;
+  agent: string;
+  sender: string;
+  from: number;
+  messages: Message[];
+  /** For a conversation the batch creates; null: its first user message. */
+  title: string | null;
+  /** A summary to set once the messages are stored, with the position it summarizes up to. */
+  summary: string | null;
+  summaryUpto: number;
+}
+
 /** The connection closed: cancel its running and queued turns. */
 export interface ConnClosed {
   type: 'conn_closed';
@@ -203,6 +220,13 @@ export interface AgentChange {
   type: 'agent';
   name: string;
   config: AgentConfig | null;
+}
+
+/** `reload_config`: the providers and the log level from now on (a running turn keeps its provider client). */
+export interface SettingsChange {
+  type: 'settings';
+  providers: Record<string, ProviderConfig>;
+  logLevel: string;
 }
 
 /** Whether anyone watches the agent event stream: shards encode agent events only while someone does. */
@@ -271,7 +295,7 @@ export interface StopRequest {
   type: 'stop';
 }
 
-export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | TalliesQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RestoreRuns | RunRequest | RunListQuery | SteerRequest;
+export type ToShard = TurnRequest | KillRequest | CompactRequest | PairRequest | ConnClosed | ActiveQuery | TalliesQuery | PurgeAgent | AgentChange | ObserveUpdate | DoneWatch | ShutdownRequest | DropPartition | RestoreRuns | RunRequest | RunListQuery | SteerRequest | SettingsChange | ImportRequest;
 
 export type { ActiveConversation };
 

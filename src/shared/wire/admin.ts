@@ -44,6 +44,8 @@ export interface ClusterNodeStats {
   node: string;
   /** Counted live now (its last heartbeat is younger than `lease_ms`; for the answering node, its own lease is valid). */
   live: boolean;
+  /** Its heartbeat says it is draining (`drain`): partitions no longer go to it. */
+  draining: boolean;
   /** Partitions the bucket records it as owning. */
   partitions: number;
   /** Milliseconds since the answering node saw its last heartbeat (its lease's age). */
@@ -72,8 +74,24 @@ export interface ClusterStats {
   held: number;
 }
 
+/** `reload_config`'s reply: the settings applied live, and those that changed but take effect at the next start. */
+export interface ReloadReport {
+  /** Config file keys (`max_agents`, `providers`, `log_level`) and `agents.NAME` for each agent created or replaced. */
+  applied: string[];
+  restart_required: string[];
+}
+
+/** `drain`'s reply, once the node serves no partition. */
+export interface DrainReport {
+  node: string;
+  /** Partitions it served when the drain began, now handed to the other nodes. */
+  released: number;
+}
+
 export interface AdminOperations {
   ping: { args: Empty; variant: 'pong'; reply: Empty };
   auth: { args: { token: string }; variant: 'pong'; reply: Empty };
   get_stats: { args: Empty; variant: 'stats'; reply: Stats };
+  reload_config: { args: Empty; variant: 'reloaded'; reply: ReloadReport };
+  drain: { args: Empty; variant: 'drained'; reply: DrainReport };
 }

@@ -49,6 +49,7 @@ export interface AgentOperations {
   create_agent: { args: { name: string; config: AgentConfigInput }; variant: 'agent_info'; reply: AgentInfo };
   update_agent: { args: { name: string; config: AgentConfigPatch }; variant: 'agent_info'; reply: AgentInfo };
   delete_agent: { args: NameArgs; variant: 'pong'; reply: Empty };
+  rename_agent: { args: { name: string; new_name: string }; variant: 'agent_info'; reply: AgentInfo };
   list_models: { args: Empty; variant: 'model_list'; reply: { models: ModelInfo[] } };
   set_active_model: { args: { model: string }; variant: 'pong'; reply: Empty };
   list_skills: { args: Empty; variant: 'skill_list'; reply: { skills: SkillInfo[] } };

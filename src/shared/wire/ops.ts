@@ -17,6 +17,7 @@ import type { WebhookOperations } from './webhooks.ts';
 import type { RunOperations } from './runs.ts';
 import type { TokenOperations } from './tokens.ts';
 import type { DashboardOperations } from './dashboard.ts';
+import type { TransferOperations } from './transfer.ts';
 
 // Each area declares its own types and operations; this module is the one
 // door the client, main and the shards import them through.
@@ -32,9 +33,10 @@ export type * from './webhooks.ts';
 export type * from './runs.ts';
 export type * from './tokens.ts';
 export type * from './dashboard.ts';
+export type * from './transfer.ts';
 
 /** Every operation: its argument map, its reply variant and the variant's value. */
-export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations, TokenOperations, DashboardOperations {}
+export interface Operations extends TurnOperations, ConversationOperations, BusOperations, AgentOperations, AdminOperations, McpOperations, ScheduleOperations, WebhookOperations, RunOperations, TokenOperations, DashboardOperations, TransferOperations {}
 
 export type OperationName = keyof Operations;
 export type ArgsOf<Op extends OperationName> = Operations[Op]['args'];
@@ -62,6 +64,7 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   create_agent: 'agent_info',
   update_agent: 'agent_info',
   delete_agent: 'pong',
+  rename_agent: 'agent_info',
   list_models: 'model_list',
   set_active_model: 'pong',
   list_skills: 'skill_list',
@@ -70,6 +73,8 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   auth: 'pong',
   get_stats: 'stats',
   get_dashboard: 'dashboard',
+  reload_config: 'reloaded',
+  drain: 'drained',
   list_mcps: 'mcp_list',
   upsert_mcp: 'mcp_info',
   delete_mcp: 'pong',
@@ -90,6 +95,8 @@ export const REPLY_VARIANT: { readonly [Op in OperationName]: Operations[Op]['va
   create_token: 'token',
   list_tokens: 'token_list',
   revoke_token: 'pong',
+  export_conversations: 'export_page',
+  import_messages: 'imported',
 };
 
 export const OPERATIONS = Object.keys(REPLY_VARIANT) as OperationName[];

@@ -20,6 +20,9 @@ import type { WebhookCall } from '../webhook-calls.ts';
 import { runPgWebhookCall } from './webhooks.ts';
 import type { TokenCall } from '../token-calls.ts';
 import { runPgTokenCall } from './tokens.ts';
+import { exportPage, type ExportConversationRow, type ExportCursor, type ExportFilter, type ExportMessageRow } from '../export-page.ts';
+import type { ExportPage } from '../../shared/wire/transfer.ts';
+import { forPostgres, RENAME_AGENT_ROW, RENAME_STATEMENTS, renamedFilter } from '../rename-agent.ts';
 
 const UPSERT_AGENT = `INSERT INTO agents (name, config, created_at, updated_at) VALUES ($1, $2, $3, $3)
   ON CONFLICT (name) DO UPDATE SET config = EXCLUDED.config, updated_at = EXCLUDED.updated_at`;
@@ -74,6 +77,24 @@ export class PgDaemonStorage implements DaemonStorage {
     return r.rows;
   }
 
+  exportPage(filter: ExportFilter, cursor: ExportCursor, limit: number): Promise<ExportPage> {
+    const pool = this.#pool;
+    return exportPage({
+      async conversationFrom(f, fromId) {
+        const r = await pool.query<ExportConversationRow>(
+          `SELECT id, agent, sender, title, created_at, updated_at, summary, summary_upto, message_count FROM conversations
+           WHERE ($1::text IS NULL OR agent = $1) AND ($2::text IS NULL OR sender = $2) AND id >= $3 ORDER BY id LIMIT 1`,
+          [f.agent, f.sender, fromId],
+        );
+        return r.rows[0] ?? null;
+      },
+      async messagesFrom(id, fromIdx, n) {
+        const r = await pool.query<ExportMessageRow>('SELECT idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, created_at FROM messages WHERE conversation_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3', [id, fromIdx, n]);
+        return r.rows;
+      },
+    }, filter, cursor, limit);
+  }
+
   search(options: SearchOptions): Promise<SessionHit[]> {
     return this.#search.search(options);
   }
@@ -103,6 +124,20 @@ export class PgDaemonStorage implements DaemonStorage {
       await client.query('DELETE FROM conversations WHERE agent = $1', [name]);
       await client.query('DELETE FROM subscriptions WHERE target_agent = $1', [name]);
       await client.query('DELETE FROM agents WHERE name = $1', [name]);
+    });
+  }
+
+  /** The agent and everything that names it, in one transaction (storage/rename-agent.ts); false when there is no such agent. */
+  async renameAgent(from: string, to: string): Promise<boolean> {
+    return inTransaction(this.#pool, async (client) => {
+      if ((await client.query(forPostgres(RENAME_AGENT_ROW), [from, to, now()])).rowCount === 0) return false;
+      for (const sql of RENAME_STATEMENTS) await client.query(forPostgres(sql), [from, to]);
+      const hooks = await client.query<{ name: string; agents: string | null }>('SELECT name, agents FROM webhooks WHERE agents IS NOT NULL');
+      for (const h of hooks.rows) {
+        const agents = renamedFilter(h.agents, from, to);
+        if (agents !== null) await client.query('UPDATE webhooks SET agents = $1 WHERE name = $2', [agents, h.name]);
+      }
+      return true;
     });
   }
 

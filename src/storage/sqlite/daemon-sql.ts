@@ -7,6 +7,7 @@
  */
 import { unindexMessages, type Db } from './db.ts';
 import type { ConversationSummary } from '../../shared/wire/ops.ts';
+import type { ExportConversationRow, ExportMessageRow } from '../export-page.ts';
 
 type Nullable = string | null;
 
@@ -34,6 +35,11 @@ export function startupStatements(db: Db) {
 /** Statements the storage threads run for main. */
 export function storageStatements(db: Db) {
   return {
+    exportConversation: db.prepare<[Nullable, Nullable, Nullable, Nullable, number], ExportConversationRow>(`
+      SELECT id, agent, sender, title, created_at, updated_at, summary, summary_upto, message_count FROM conversations
+      WHERE (? IS NULL OR agent = ?) AND (? IS NULL OR sender = ?) AND id >= ? ORDER BY id LIMIT 1`),
+    exportMessages: db.prepare<[number, number, number], ExportMessageRow>(
+      'SELECT idx, role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason, created_at FROM messages WHERE conversation_id = ? AND idx >= ? ORDER BY idx LIMIT ?'),
     listConversations: db.prepare<[Nullable, Nullable, Nullable, Nullable], ConversationListRow>(`
       SELECT agent, sender, title, message_count, created_at, updated_at FROM conversations
       WHERE (? IS NULL OR agent = ?) AND (? IS NULL OR sender = ?)

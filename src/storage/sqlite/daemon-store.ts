@@ -18,6 +18,9 @@ import type { WebhookCall } from '../webhook-calls.ts';
 import { runWebhookCall } from './webhooks.ts';
 import type { TokenCall } from '../token-calls.ts';
 import { runTokenCall } from './tokens.ts';
+import { exportPage, type ExportCursor, type ExportFilter } from '../export-page.ts';
+import type { ExportPage } from '../../shared/wire/transfer.ts';
+import { RENAME_AGENT_ROW, RENAME_STATEMENTS, renamedFilter } from '../rename-agent.ts';
 
 /** The connection and what is prepared on it, made on first use. */
 class Connection {
@@ -90,6 +93,29 @@ export class SqliteDaemonStorage implements DaemonStorage {
 
   listConversations(agent: string | null, sender: string | null): Promise<ConversationSummary[]> {
     return settled(() => this.#c.sql.listConversations.all(agent, agent, sender, sender));
+  }
+
+  exportPage(filter: ExportFilter, cursor: ExportCursor, limit: number): Promise<ExportPage> {
+    const { sql } = this.#c;
+    return exportPage({
+      conversationFrom: (f, fromId) => settled(() => sql.exportConversation.get(f.agent, f.agent, f.sender, f.sender, fromId) ?? null),
+      messagesFrom: (id, fromIdx, n) => settled(() => sql.exportMessages.all(id, fromIdx, n)),
+    }, filter, cursor, limit);
+  }
+
+  /** The agent and everything that names it, in one transaction (storage/rename-agent.ts); false when there is no such agent. */
+  renameAgent(from: string, to: string): Promise<boolean> {
+    const { db } = this.#c;
+    const rename = db.transaction((): boolean => {
+      if (db.prepare(RENAME_AGENT_ROW).run({ from, to, at: now() }).changes === 0) return false;
+      for (const sql of RENAME_STATEMENTS) db.prepare(sql).run({ from, to });
+      for (const h of db.prepare<[], { name: string; agents: string | null }>('SELECT name, agents FROM webhooks WHERE agents IS NOT NULL').all()) {
+        const agents = renamedFilter(h.agents, from, to);
+        if (agents !== null) db.prepare('UPDATE webhooks SET agents = ? WHERE name = ?').run(agents, h.name);
+      }
+      return true;
+    });
+    return settled(() => this.#lock.with(() => rename()));
   }
 
   search(options: SearchOptions): Promise<SessionHit[]> {

@@ -34,12 +34,16 @@ export type StorageTask =
   /** Start-up, before any shard: the schema brought up to date, agents seeded once, the start-up state read. */
   | { op: 'prepare'; seedAgents: Record<string, AgentConfig> }
   | { op: 'list_conversations'; agent: string | null; sender: string | null }
+  /** One page of `export_conversations` (storage/export-page.ts). */
+  | { op: 'export_page'; filter: ExportFilter; cursor: ExportCursor; limit: number }
   | { op: 'subscription_insert'; source: string; targetAgent: string; once: boolean }
   | { op: 'subscription_delete'; ids: number[] }
   /** Creates or replaces an agent's stored configuration. */
   | { op: 'agent_upsert'; name: string; config: string }
   /** Deletes an agent, its conversations (and their search entries) and its subscriptions. */
   | { op: 'agent_delete'; name: string }
+  /** Renames an agent and what names it (storage/rename-agent.ts); answers false when the store has no such agent. */
+  | { op: 'agent_rename'; name: string; newName: string }
   /** Periodic upkeep (SQLite: the bounded WAL checkpoint). */
   | { op: 'maintain'; walMaxBytes: number }
   /** Indexes up to `limit` committed messages for search; answers how many it read (SQLite: search-index.ts). */
@@ -63,6 +67,15 @@ export type StorageTask =
   /** Scoped tokens: one call (storage/token-calls.ts). */
   | { op: 'tokens'; call: TokenCall }
   | ({ op: 'search_sessions' } & SearchOptions);
+
+/** Which conversations `export_conversations` reads. */
+export interface ExportFilter {
+  agent: string | null;
+  sender: string | null;
+}
+
+/** Where an export page starts: at conversation `id`'s record (`idx` null), or after it, at its message `idx` (storage/export-page.ts). */
+export type ExportCursor = { id: number; idx: number | null };
 
 /** A session search, its bounds already applied (PROTOCOL §4). */
 export interface SearchOptions {

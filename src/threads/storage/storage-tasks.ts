@@ -68,6 +68,8 @@ export default async function handle(task: StorageTask): Promise<unknown> {
       return s.prepare(task.seedAgents);
     case 'list_conversations':
       return { conversations: await s.listConversations(task.agent, task.sender) };
+    case 'export_page':
+      return s.exportPage(task.filter, task.cursor, task.limit);
     case 'search_sessions':
       return search(s, task);
     case 'subscription_insert':
@@ -80,6 +82,8 @@ export default async function handle(task: StorageTask): Promise<unknown> {
     case 'agent_delete':
       await s.deleteAgent(task.name);
       return null;
+    case 'agent_rename':
+      return s.renameAgent(task.name, task.newName);
     case 'maintain':
       return s.maintain(task.walMaxBytes);
     case 'index_messages':

@@ -2,7 +2,8 @@
  * Runs in a cluster (three real nodes on one NATS and one PostgreSQL
  * database): every run operation reaches the node that owns the run's pair,
  * whichever node the client is on, because the run id carries the pair's
- * hash. Without NATS or PostgreSQL: fails under CI, skipped elsewhere, saying why.
+ * hash; a token bound to a sender is held to its own runs at that owner.
+ * Without NATS or PostgreSQL: fails under CI, skipped elsewhere, saying why.
  */
 import { describe, expect, it } from 'vitest';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
@@ -67,5 +68,42 @@ describe.skipIf(skip !== null)('runs in a cluster', () => {
     for (let r = await g.next(); !r.done; r = await g.next()) after.push(r.value);
     expect(after[0]).toMatchObject({ type: 'tool_result', is_error: false });
     expect(after.at(-1)).toMatchObject({ type: 'end', stop_reason: 'text' });
+  }, 240_000);
+
+  it("a token bound to a sender follows and approves its runs from any node, and gets another's as none (404)", async () => {
+    const db = await testDatabase();
+    const name = testClusterName();
+    const nodes = [await node(db, name, 'a'), await node(db, name, 'b'), await node(db, name, 'c')];
+    const [ca, cb, cc] = (await Promise.all(nodes.map((d) => testClient(d)))) as [AgentdClient, AgentdClient, AgentdClient];
+    await settled([ca, cb, cc], NAMES, PARTITIONS);
+    const alice = keyOwnedBy('b', NAMES, PARTITIONS, 'guarded', 'alice');
+    const bob = keyOwnedBy('b', NAMES, PARTITIONS, 'guarded', 'bob');
+    const token = (await ca.createToken({ scopes: ['chat'], agents: ['guarded'], sender: alice })).token;
+    const [viaA, viaC] = [await nodes[0]!.tcpClient({ token }), await nodes[2]!.tcpClient({ token })];
+
+    // Alice's run, served at b: started through a, read, approved and joined through c.
+    const own = viaA.stream('guarded', '/call peers {}', { detach: true })[Symbol.asyncIterator]();
+    const seen = await until(own, 'approval_required');
+    const runId = (seen[0] as { run_id: string }).run_id;
+    expect(await viaC.getRun(runId)).toMatchObject({ sender: alice, status: 'waiting' });
+    await viaC.approveTool(runId, 'call_1_1', true);
+    const joined = await collect(viaC.joinRun(runId, (seen.at(-1) as { seq: number }).seq));
+    expect(joined[0]).toMatchObject({ type: 'tool_result', is_error: false });
+    expect(joined.at(-1)).toMatchObject({ type: 'end', stop_reason: 'text' });
+
+    // Bob's run at b: through c, alice gets what a run id naming no run gets.
+    const bobs = ca.stream('guarded', '/call peers {}', { sender: bob, detach: true })[Symbol.asyncIterator]();
+    const bobRun = ((await until(bobs, 'approval_required'))[0] as { run_id: string }).run_id;
+    const ghost = bobRun.replace(/-[0-9a-z]+$/, '-zzzzzz');
+    const refused = (p: Promise<unknown>, id: string) => p.then(() => null, (e: { code: number; message: string }) => ({ code: e.code, message: e.message.replaceAll(id, '<id>') }));
+    const none = await refused(viaC.getRun(ghost), ghost);
+    expect(none).toMatchObject({ code: 404 });
+    expect(await refused(viaC.getRun(bobRun), bobRun)).toEqual(none);
+    expect(await refused(viaC.approveTool(bobRun, 'call_1_1', true), bobRun)).toEqual(none);
+    expect(await refused(collect(viaC.joinRun(bobRun)), bobRun)).toEqual(none);
+    expect(await cb.getRun(bobRun)).toMatchObject({ status: 'waiting' });
+    await cb.approveTool(bobRun, 'call_1_1', false);
+    await viaA.close();
+    await viaC.close();
   }, 240_000);
 });

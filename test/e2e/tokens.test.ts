@@ -3,16 +3,20 @@
  * SQLite, tokens made with agentctl and the client library, each refused
  * exactly what its scopes and binding leave out (403), revoked at once
  * (401 on the next connection, the live one closed), bad input answered 400,
- * and no secret in the log or in list_tokens.
+ * and no secret in the log or in list_tokens. A token bound to a sender
+ * follows and approves its own runs by id, and gets another's runs answered
+ * exactly as runs that do not exist.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { AgentdClient, CreatedToken } from '../../src/client/index.ts';
+import type { AgentdClient, CreatedToken, StreamEvent } from '../../src/client/index.ts';
 import { encodeBody, encodeFrame } from '../../src/shared/codec.ts';
 import { cleanup, collect, startDaemon, type Daemon } from '../helpers/daemon.ts';
 import { ctl } from '../helpers/cli.ts';
 import { RawConn } from '../helpers/raw.ts';
+import { text, types, until } from '../helpers/events.ts';
 
-const CONFIG = { agents: { assistant: { model: 'echo' }, other: { model: 'echo' } } };
+// `assistant` asks before running `peers` (the echo model calls it on "/call peers {}").
+const CONFIG = { agents: { assistant: { model: 'echo', approve_tools: ['peers'] }, other: { model: 'echo' } } };
 
 let d: Daemon;
 let admin: AgentdClient;
@@ -168,5 +172,97 @@ describe('other scopes, revocation, bad input', () => {
       expect(r.stdout).not.toContain(secret);
       expect(d.stderr()).not.toContain(secret);
     }
+  });
+});
+
+const PEERS = '/call peers {}';
+const seqOf = (e: StreamEvent): number => e.seq!;
+const runIdOf = (evs: StreamEvent[]): string => (evs[0] as { run_id: string }).run_id;
+
+/** The refusal a request by run id gets, its run id written as <id> (the one part that may differ between two refusals). */
+async function refusalFor(p: Promise<unknown>, runId: string): Promise<{ code: number; message: string }> {
+  const err = await p.then(() => null, (e: unknown) => e as { code: number; message: string });
+  if (err === null) throw new Error(`request for run ${runId} was not refused`);
+  return { code: err.code, message: err.message.replaceAll(runId, '<id>') };
+}
+
+async function rest(it: AsyncIterator<StreamEvent>): Promise<StreamEvent[]> {
+  const seen: StreamEvent[] = [];
+  for (let r = await it.next(); !r.done; r = await it.next()) seen.push(r.value);
+  return seen;
+}
+
+describe('runs by id with a token bound to sender alice', () => {
+  let alice: string;
+  beforeAll(async () => {
+    alice = (await create({ scopes: ['chat'], agents: ['assistant'], sender: 'alice' })).token;
+  });
+
+  it('reads its detached run with get_run and joins it after a seq', async () => {
+    const c = await as(alice);
+    const evs = await collect(c.stream('assistant', 'one two three four', { detach: true }));
+    const runId = runIdOf(evs);
+    expect(await c.getRun(runId)).toMatchObject({ run_id: runId, agent: 'assistant', sender: 'alice', status: 'done', detached: true });
+    const firstChunk = evs.findIndex((e) => e.type === 'chunk');
+    const joined = await collect((await as(alice)).joinRun(runId, seqOf(evs[firstChunk]!)));
+    expect(seqOf(joined[0]!)).toBeGreaterThan(seqOf(evs[firstChunk]!));
+    expect(text(joined)).toBe(text(evs.slice(firstChunk + 1)));
+    expect(joined.at(-1)).toMatchObject({ type: 'end', stop_reason: 'text', seq: seqOf(evs.at(-1)!) });
+  });
+
+  it('joins its waiting run live and approves its own tool call', async () => {
+    const c = await as(alice);
+    const own = c.stream('assistant', PEERS, { detach: true })[Symbol.asyncIterator]();
+    const seen = await until(own, 'approval_required');
+    const runId = runIdOf(seen);
+    const joiner = await as(alice);
+    const join = joiner.joinRun(runId)[Symbol.asyncIterator]();
+    expect(types(await until(join, 'approval_required'))).toEqual(types(seen));
+    expect(await joiner.getRun(runId)).toMatchObject({ status: 'waiting', pending_approvals: [{ call_id: 'call_1_1', tool: 'peers' }] });
+    await joiner.approveTool(runId, 'call_1_1', true);
+    const after = await rest(join);
+    expect(after[0]).toMatchObject({ type: 'tool_result', call_id: 'call_1_1', is_error: false });
+    expect(after.at(-1)).toMatchObject({ type: 'end', stop_reason: 'text' });
+    expect((await rest(own)).map(seqOf)).toEqual(after.map(seqOf));
+    expect(await c.getRun(runId)).toMatchObject({ status: 'done', pending_approvals: [] });
+  });
+
+  it("gets bob's run answered exactly as a run that does not exist, and nothing of it", async () => {
+    const bobs = admin.stream('assistant', PEERS, { sender: 'bob', detach: true })[Symbol.asyncIterator]();
+    const bobRun = runIdOf(await until(bobs, 'approval_required'));
+    const ghost = bobRun.replace(/-[0-9a-z]+$/, '-zzzzzz'); // the same pair hash (so the same worker thread), no run
+    const c = await as(alice);
+    const none = await refusalFor(c.getRun(ghost), ghost);
+    expect(none).toEqual({ code: 404, message: 'no run "<id>" (unknown, or ended more than run_retention_ms ago)' });
+    expect(await refusalFor(c.getRun(bobRun), bobRun)).toEqual(none);
+    // A forged only_pair is replaced by the token's own.
+    expect(await refusalFor(c.request('get_run', { run_id: bobRun, only_pair: { sender: 'bob' } }), bobRun)).toEqual(none);
+    expect(await refusalFor(c.approveTool(bobRun, 'call_1_1', true), bobRun)).toEqual(await refusalFor(c.approveTool(ghost, 'call_1_1', true), ghost));
+    expect(await refusalFor(c.approveTool(bobRun, 'call_9_9', false), bobRun)).toEqual(none); // not the 409 of a call it does not wait on
+    // A join: one error frame each, the same, and no frame of bob's run before it.
+    const raw = await RawConn.openTcp(d.port!);
+    onTestFinished(() => raw.close());
+    raw.send(1, { auth: { token: alice } });
+    await raw.request(1);
+    raw.send(2, { join_run: { run_id: bobRun } });
+    raw.send(3, { join_run: { run_id: ghost, after_seq: 0 } });
+    const [mine, ghostly] = [await raw.request(2), await raw.request(3)];
+    expect(mine).toHaveLength(1);
+    expect(ghostly).toHaveLength(1);
+    expect(mine[0]!.body.error.message.replaceAll(bobRun, '<id>')).toBe(none.message);
+    expect(ghostly[0]!.body.error.message.replaceAll(ghost, '<id>')).toBe(none.message);
+    expect(JSON.stringify(raw.frames)).not.toContain('peers');
+    // Bob's run is untouched: still waiting on its call, which the admin then approves.
+    expect(await admin.getRun(bobRun)).toMatchObject({ sender: 'bob', status: 'waiting', pending_approvals: [{ call_id: 'call_1_1' }] });
+    await admin.approveTool(bobRun, 'call_1_1', false, 'done testing');
+    expect((await rest(bobs)).at(-1)).toMatchObject({ type: 'end', stop_reason: 'text' });
+  });
+
+  it('refuses a malformed only_pair with 400, and a read token bound to alice approve_tool (403)', async () => {
+    await expect(admin.request('get_run', { run_id: 'r00000000-zz-1', only_pair: 'alice' })).rejects.toMatchObject({ code: 400, message: 'get_run.only_pair must be a map {agents, sender}' });
+    await expect(admin.request('join_run', { run_id: 'r00000000-zz-1', only_pair: { agents: 'assistant' } } as never)).rejects.toMatchObject({ code: 400, message: 'join_run.only_pair.agents must be a list of agent names or null' });
+    await expect(admin.request('approve_tool', { run_id: 'r00000000-zz-1', call_id: 'c', approve: true, only_pair: { sender: 7 } } as never)).rejects.toMatchObject({ code: 400, message: 'approve_tool.only_pair.sender must be a string or null' });
+    const reader = await as((await create({ scopes: ['read'], sender: 'alice' })).token);
+    await expect(reader.approveTool('r00000000-zz-1', 'c', true)).rejects.toMatchObject({ code: 403, message: expect.stringContaining('"chat" scope') });
   });
 });

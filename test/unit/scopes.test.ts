@@ -3,8 +3,10 @@
  * token's scopes and binding are enforced as docs/security.md says.
  */
 import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { operationNames } from '../../src/main/dispatch.ts';
-import { SCOPE_TABLE } from '../../src/main/auth/scope-table.ts';
+import { SCOPE_TABLE, type ScopeRule } from '../../src/main/auth/scope-table.ts';
 import { authorize, guardedDispatch } from '../../src/main/auth/authorize.ts';
 import { ADMIN, type Principal, type Scope } from '../../src/main/auth/principal.ts';
 import type { Requester } from '../../src/main/dispatch.ts';
@@ -67,10 +69,26 @@ describe('authorize', () => {
     const two = token(['chat'], ['a', 'b']);
     expect(code(() => authorize(two, 'list_runs', {}))).toBe(403);
     expect(authorize(two, 'list_runs', { agent: 'b' })).toEqual({ agent: 'b' });
-    for (const op of ['get_run', 'join_run', 'approve_tool', 'publish_event'] as const) expect(code(() => authorize(alice, op, { run_id: 'r', source: 's' }))).toBe(403);
+    expect(code(() => authorize(alice, 'publish_event', { source: 's' }))).toBe(403);
     expect(code(() => authorize(alice, 'subscribe_events', { agent: 'assistant' }))).toBe(403);
     expect(authorize(token(['read'], ['assistant']), 'subscribe_events', {})).toEqual({ agent: 'assistant' });
     expect(code(() => authorize(token(['read'], null, 'alice'), 'list_agents', {}))).toBe(403);
+  });
+
+  it('sends a run request on with the token\'s binding as only_pair, replacing whatever the client put there', () => {
+    const own = { agents: ['assistant'], sender: 'alice' };
+    for (const op of ['get_run', 'join_run', 'approve_tool'] as const) {
+      expect(authorize(alice, op, { run_id: 'r1' })).toEqual({ run_id: 'r1', only_pair: own });
+      expect(authorize(alice, op, { run_id: 'r1', only_pair: null })).toEqual({ run_id: 'r1', only_pair: own });
+      expect(authorize(alice, op, { run_id: 'r1', only_pair: { agents: null, sender: 'bob' } })).toEqual({ run_id: 'r1', only_pair: own });
+    }
+    expect(authorize(token(['read'], null, 'alice'), 'get_run', { run_id: 'r1', only_pair: {} })).toEqual({ run_id: 'r1', only_pair: { agents: null, sender: 'alice' } });
+    expect(authorize(token(['read'], ['a', 'b']), 'join_run', { run_id: 'r1' })).toEqual({ run_id: 'r1', only_pair: { agents: ['a', 'b'], sender: null } });
+    expect(code(() => authorize(token(['read'], ['a'], 'alice'), 'approve_tool', { run_id: 'r1' }))).toBe(403); // the scope still comes first
+    // Admin and unbound tokens: untouched (a client's only_pair there only narrows what it asks for).
+    const args = { run_id: 'r1', only_pair: { sender: 'x' } };
+    expect(authorize(token(['chat']), 'get_run', args)).toBe(args);
+    expect(authorize(ADMIN, 'approve_tool', args)).toBe(args);
   });
 
   it('an unbound chat token addresses any pair as any sender', () => {
@@ -96,5 +114,40 @@ describe('guardedDispatch', () => {
     expect(refused.replies).toEqual([{ error: { code: 403, message: expect.stringMatching(/agents:write/) } }]);
     expect(run(alice, { nope: {} }).passed).toHaveLength(1);
     expect(run(undefined, { create_agent: {} }).passed).toHaveLength(1);
+  });
+});
+
+/** docs/security.md's words for a rule's bound-token column. */
+function boundWords(rule: ScopeRule): string {
+  const b = rule.binding;
+  switch (b.kind) {
+    case 'free':
+      return rule.scopes !== 'any' && rule.scopes.every((s) => s === 'admin' || s === 'agents:write') ? '—' : 'allowed';
+    case 'pair':
+      return `its \`agent\` in the list; its \`sender\` the token's (filled in when absent)${b.guest ? '; its `guest` in the list' : ''}`;
+    case 'filter':
+      return "narrowed: the token's sender filled in; its one agent filled in, else `agent` must name one in the list";
+    case 'agent':
+      return b.required ? 'its agent in the list' : 'its agent in the list (filled in when the token has one)';
+    case 'agent_events':
+      return 'its agent in the list (filled in when the token has one); refused to a token bound to a sender';
+    case 'run':
+      return "the run's `agent` in the list and its `sender` the token's, checked where the run lives; else 404, as for no such run";
+    case 'unbound':
+      return 'refused';
+  }
+}
+
+describe('docs/security.md', () => {
+  it('has the scope table\'s row for every operation, in its words, and no other', () => {
+    const doc = readFileSync(resolve(import.meta.dirname, '../../docs/security.md'), 'utf8');
+    const start = doc.indexOf('| operation | scopes that grant it');
+    const table = doc.slice(start, doc.indexOf('\n\n', start));
+    const rows = new Map([...table.matchAll(/^\| `([a-z_]+)` \| (.+?) \| (.+?) \|$/gm)].map((m) => [m[1]!, [m[2]!, m[3]!]]));
+    expect([...rows.keys()].sort()).toEqual(operationNames().sort());
+    for (const [op, rule] of Object.entries(SCOPE_TABLE)) {
+      const scopes = rule.scopes === 'any' ? 'any' : rule.scopes.map((s) => `\`${s}\``).join(' or ');
+      expect(rows.get(op), op).toEqual([scopes, boundWords(rule)]);
+    }
   });
 });

@@ -67,7 +67,7 @@ async function waiting(storage: HeldSaves): Promise<string> {
 }
 
 function ask(s: TurnScheduler, type: 'get_run' | 'approve_tool', runId: string, req: number, approve?: boolean): void {
-  s.handle({ type, conn: 2, req, runId, afterSeq: 0, callId: 'call_1_1', approve, reason: null });
+  s.handle({ type, conn: 2, req, runId, afterSeq: 0, onlyPair: null, callId: 'call_1_1', approve, reason: null });
 }
 
 describe('a run waiting for approval, stored', () => {

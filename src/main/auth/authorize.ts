@@ -4,7 +4,8 @@
  * scope (scope-table.ts), then the token's binding to agents and a sender.
  * A request refused gets 403 naming what it lacks; a request of a bound token
  * that leaves out its sender is given the token's, so a counterparty's token
- * speaks as itself without saying so.
+ * speaks as itself without saying so. A request by run id carries the
+ * token's binding on as `only_pair`, checked where the run lives.
  */
 import { AgentdError, Code } from '../../shared/errors.ts';
 import { isPlainMap } from '../../shared/args.ts';
@@ -65,6 +66,9 @@ function bound(p: Principal, op: OperationName, args: Args, binding: Binding): A
     case 'agent':
       if (binding.required) return (checkAgent(p, op, args[binding.field]), args);
       return withAgent(p, op, args, binding.field);
+    case 'run':
+      // Always the token's own binding, whatever the client put there: the run's shard (here or on another node) holds the run to it.
+      return { ...args, only_pair: { agents: p.agents === null ? null : [...p.agents], sender: p.sender } };
     case 'unbound':
       throw forbidden(`this token is bound to ${p.sender !== null ? `sender ${quoted(p.sender)}` : 'some agents'}: ${op} cannot be narrowed to what it may see, so it is refused`);
   }

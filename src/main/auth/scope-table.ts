@@ -14,13 +14,17 @@ import type { Scope } from './principal.ts';
  * - `filter`: lists across conversations, narrowed by optional `agent` and `sender`: the token's sender is filled in (another is refused); without an `agent`, a token bound to one agent gets it filled in, one bound to several is refused;
  * - `agent`: about one agent (`field`) and no sender's content: the agent must be among the token's (filled in when optional and the token has one);
  * - `agent_events`: as `agent`, but what it answers carries every sender's content, so a token bound to a sender is refused;
- * - `unbound`: cannot be narrowed to a binding (a run id names no pair; lists of the daemon's configuration): refused to any bound token.
+ * - `run`: addresses one run by its id, whose pair is known only where the run lives: the token's binding goes along as
+ *   `only_pair` (authorize() sets it, replacing any the client sent), and the shard holding the run answers a run whose
+ *   pair is outside it exactly as a run it does not know (404), so a token can neither see nor probe another's runs;
+ * - `unbound`: cannot be narrowed to a binding (lists of the daemon's configuration; `publish_event`): refused to any bound token.
  */
 export type Binding =
   | { kind: 'free' }
   | { kind: 'pair'; guest: boolean }
   | { kind: 'filter' }
   | { kind: 'agent' | 'agent_events'; field: 'agent' | 'name'; required: boolean }
+  | { kind: 'run' }
   | { kind: 'unbound' };
 
 export interface ScopeRule {
@@ -32,6 +36,7 @@ export interface ScopeRule {
 const FREE: Binding = { kind: 'free' };
 const PAIR: Binding = { kind: 'pair', guest: false };
 const FILTER: Binding = { kind: 'filter' };
+const RUN: Binding = { kind: 'run' };
 const UNBOUND: Binding = { kind: 'unbound' };
 const agentArg = (field: 'agent' | 'name', required: boolean, kind: 'agent' | 'agent_events' = 'agent'): Binding => ({ kind, field, required });
 
@@ -55,9 +60,9 @@ export const SCOPE_TABLE: { readonly [Op in OperationName]: ScopeRule } = {
   list_active_conversations: { scopes: HISTORY, binding: FILTER },
   search_sessions: { scopes: HISTORY, binding: FILTER },
   list_runs: { scopes: HISTORY, binding: FILTER },
-  get_run: { scopes: HISTORY, binding: UNBOUND },
-  join_run: { scopes: HISTORY, binding: UNBOUND },
-  approve_tool: { scopes: ['chat'], binding: UNBOUND },
+  get_run: { scopes: HISTORY, binding: RUN },
+  join_run: { scopes: HISTORY, binding: RUN },
+  approve_tool: { scopes: ['chat'], binding: RUN },
   subscribe_events: { scopes: HISTORY, binding: agentArg('agent', false, 'agent_events') },
   // The bus: publishing is chat (it may fire turns of any subscribed agent: refused to bound tokens); subscriptions configure.
   publish_event: { scopes: ['chat'], binding: UNBOUND },

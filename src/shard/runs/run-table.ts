@@ -18,6 +18,12 @@ import { Run, type RunEnds } from './run.ts';
 /** Ended runs one shard remembers at most (the oldest are forgotten first). */
 export const MAX_ENDED_RUNS = 10_000;
 
+/** Whether the run's pair is within a request's `only_pair` (null: any run). */
+function within(run: Run, only: RunRequest['onlyPair']): boolean {
+  if (only === null) return true;
+  return (only.agents === null || only.agents.includes(run.agent)) && (only.sender === null || only.sender === run.sender);
+}
+
 export class RunTable implements RunEnds {
   readonly #runs = new Map<string, Run>();
   readonly #ended = new Fifo<Run>();
@@ -61,7 +67,8 @@ export class RunTable implements RunEnds {
 
   handle(msg: RunRequest): void {
     const run = this.get(msg.runId);
-    if (run === undefined) return errorTo(this.#out, msg, Code.NotFound, `no run "${msg.runId}" (unknown, or ended more than run_retention_ms ago)`);
+    // A run outside the request's `only_pair` is answered exactly as none: nothing of it goes out, not even that it exists.
+    if (run === undefined || !within(run, msg.onlyPair)) return errorTo(this.#out, msg, Code.NotFound, `no run "${msg.runId}" (unknown, or ended more than run_retention_ms ago)`);
     if (msg.type === 'get_run') return replyTo(this.#out, msg, 'get_run', run.info());
     if (msg.type === 'join_run') return this.#join(run, msg);
     if (!run.approve(msg.callId!, msg.approve!, msg.reason ?? null)) {

@@ -117,6 +117,8 @@ export interface RunRequest {
   req: number;
   runId: string;
   afterSeq: number;
+  /** `only_pair`: the run is served only when its pair is within these (null: any agent, any sender), else 404 as for no run; null: any run. */
+  onlyPair: { agents: string[] | null; sender: string | null } | null;
   /** approve_tool only: the call, the decision, and the reason of a denial. */
   callId?: string;
   approve?: boolean;

@@ -28,8 +28,21 @@ export interface RunInfo {
   pending_approvals: PendingApproval[];
 }
 
+/**
+ * `only_pair` on get_run, join_run and approve_tool: serve the run only when
+ * its pair is within these (absent or null: any), else answer 404 as for an
+ * unknown run. The daemon sets it for a token bound to agents or a sender
+ * (PROTOCOL §4.14), replacing whatever the client sent; anyone else may set
+ * it, which only narrows what they see.
+ */
+export interface OnlyPair {
+  agents?: string[] | null;
+  sender?: string | null;
+}
+
 export interface GetRunArgs {
   run_id: string;
+  only_pair?: OnlyPair;
 }
 
 export interface ListRunsArgs {
@@ -43,6 +56,7 @@ export interface JoinRunArgs {
   run_id: string;
   /** Frames with a seq above this are sent (0, the default: all of them). */
   after_seq?: number;
+  only_pair?: OnlyPair;
 }
 
 export interface SteerArgs {
@@ -61,6 +75,7 @@ export interface ApproveToolArgs {
   approve: boolean;
   /** Why it was denied: the model gets it in the call's error result. */
   reason?: string;
+  only_pair?: OnlyPair;
 }
 
 export interface RunOperations {

@@ -10,7 +10,11 @@ import type { AgentRegistry } from './agent-registry.ts';
 import type { HarnessHost } from './hosts/harness-host.ts';
 import type { Connection } from './net/connection.ts';
 import { tightenDatabaseFiles } from './private-files.ts';
-import type { ShardPool, ShardOutputs } from './hosts/shard-pool.ts';
+import { ShardPool, type ShardOutputs } from './hosts/shard-pool.ts';
+import { CallMetrics } from './metrics/call-metrics.ts';
+import type { MetricsService } from './metrics/metrics-service.ts';
+import type { Tracing } from './traces/tracing.ts';
+import type { TurnLedger } from './turn-ledger.ts';
 import { EventBus, type SubscriptionInfo } from './bus/event-bus.ts';
 import { StoragePool } from './hosts/storage-pool.ts';
 import type { WriterHost } from './hosts/writer-host.ts';
@@ -24,6 +28,20 @@ import type { LiveSettings } from './reload.ts';
 
 /** Test-only: a turn whose content equals this crashes its shard (docs/configuration.md, "Test only"). */
 const CRASH_TOKEN_ENV = 'AGENTD_TEST_CRASH_TOKEN';
+
+/** The shards, counting their calls for the metrics and timing them for the traces only while each is on. */
+export function createShardPool(
+  config: ResolvedConfig,
+  o: { writeLock: SharedArrayBuffer; log: Logger; ledger: TurnLedger; metrics: MetricsService | null; traces: Tracing | null },
+): ShardPool {
+  const calls = o.metrics === null ? null : new CallMetrics(o.metrics.registry);
+  const traces = o.traces;
+  return new ShardPool({
+    count: config.workers, writeLock: o.writeLock, log: o.log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns,
+    maxInflightPerConnection: config.maxInflightPerConnection, ledger: o.ledger,
+    calls: { tallies: calls === null ? undefined : (t) => calls.add(t), spans: traces === null ? undefined : (r) => traces.spans(r) },
+  });
+}
 
 export type AgentEvents = (agentNames: readonly string[], bodies: readonly Uint8Array[]) => void;
 

@@ -40,7 +40,6 @@ import type { ScheduleEngine } from './schedules/schedule-engine.ts';
 import { startWebhooks } from './webhooks/start.ts';
 import type { WebhookHub } from './webhooks/webhook-hub.ts';
 import { MetricsService } from './metrics/metrics-service.ts';
-import { CallMetrics } from './metrics/call-metrics.ts';
 import { registerDaemonCounters } from './metrics/daemon-counters.ts';
 import { bothSinks, startTracing, tracing, type Tracing } from './traces/tracing.ts';
 import { TurnRates } from './dashboard/turn-rates.ts';
@@ -53,7 +52,7 @@ import { authenticator, TokenService } from './auth/token-service.ts';
 import { guardedDispatch } from './auth/authorize.ts';
 import type { Authenticate } from './auth/principal.ts';
 import type { HttpRequester, RequesterHost } from './http/http-requester.ts';
-import { createBus, openStorage, shardOutputs } from './daemon-parts.ts';
+import { createBus, createShardPool, openStorage, shardOutputs } from './daemon-parts.ts';
 import { startHttp, type HttpListener } from './http/start.ts';
 import { ConfigReloader, type LiveSettings } from './reload.ts';
 import type { ReloadReport } from '../shared/wire/admin.ts';
@@ -268,11 +267,7 @@ async function assemble(config: ResolvedConfig, reread: () => ResolvedConfig): P
   const writeLock = createWriteLockBuffer();
   const traces: Tracing | null = config.otlp === null ? null : await startTracing(config.otlp, config.cluster?.node ?? null, (seq: number): OpenTurn | undefined => ledger.get(seq), log);
   const ledger: TurnLedger = new TurnLedger(bothSinks(rates, traces));
-  const calls = metrics === null ? null : new CallMetrics(metrics.registry);
-  const pool = new ShardPool({
-    count: config.workers, writeLock, log, stallMs: config.shardStallMs, maxQueuedTurns: config.maxQueuedTurns, maxInflightPerConnection: config.maxInflightPerConnection, ledger,
-    calls: { tallies: calls === null ? undefined : (t) => calls.add(t), spans: traces === null ? undefined : (r) => traces.spans(r) },
-  });
+  const pool = createShardPool(config, { writeLock, log, ledger, metrics, traces });
   // The topology first: a cluster node that cannot reach NATS fails before anything else starts.
   const topology = config.cluster === null ? new LocalTopology(pool) : await registerCluster({ config, pool, log });
   const { storage, startup } = await openStorage(config, store, writeLock, log);

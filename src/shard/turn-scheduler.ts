@@ -14,7 +14,6 @@ import { RunTable } from './runs/run-table.ts';
 import { WaitingRuns } from './runs/waiting-runs.ts';
 import { resumedRequest, type Resuming } from './runs/resume.ts';
 import type { Logger } from '../shared/log.ts';
-import type { HistoryMessage } from '../shared/wire/ops.ts';
 import { Conversation, pairKey } from './conversation.ts';
 import type { Models } from '../models/index.ts';
 import type { FrameOut } from './outbox.ts';
@@ -22,7 +21,6 @@ import type { ConversationStorage, StoredConversation } from '../storage/contrac
 import { TurnReply } from './turn/turn-reply.ts';
 import { Cancellation } from './turn/cancellation.ts';
 import type { Harness } from './tools/harness.ts';
-import type { Message } from '../models/types.ts';
 import { ConversationTable } from './conversation-table.ts';
 import { CancelReason, errorTo, JobRunner, replyTo } from './job-runner.ts';
 import { PairGate } from './pair-gate.ts';
@@ -31,6 +29,7 @@ import { partitionOf } from '../shared/partitions.ts';
 import { callMeter } from './call-meter.ts';
 import { AgentdError } from '../shared/errors.ts';
 import { importBatch } from './import-batch.ts';
+import { readHistory } from './history-reads.ts';
 
 export { CancelReason } from './job-runner.ts';
 
@@ -50,15 +49,6 @@ export interface SchedulerOptions {
   runRetentionMs?: number;
   /** Whether a pair is this shard's (its stored waiting runs resume here); default: every pair. */
   ownsPair?: (agent: string, sender: string) => boolean;
-}
-
-/** A message as `get_conversation_history` shows it: `agent` only on a guest's, `stop_reason` only on a stalled turn's record. */
-function historyMessage(m: Message): HistoryMessage {
-  // With persistence off, a compacted history starts with its summary as a `system` message, a role the contract does not list.
-  const shown: HistoryMessage = { role: m.role as HistoryMessage['role'], content: m.content };
-  if (m.agent !== undefined) shown.agent = m.agent;
-  if (m.stop_reason !== undefined) shown.stop_reason = m.stop_reason;
-  return shown;
 }
 
 type PairAddress = { conn: number; req: number; agent: string; sender: string };
@@ -238,7 +228,8 @@ export class TurnScheduler {
       case 'kill':
         return this.#kill(msg, conv);
       case 'history':
-        return this.#history(msg, conv);
+        if (conv === null || (conv.stored === 0 && conv.dbId === null)) return this.#noConversation(msg);
+        return readHistory({ outbox: this.#outbox, store: this.#store, reads: this.#reads }, msg, conv);
       case 'delete':
         return this.#delete(msg, conv);
       case 'import':
@@ -332,27 +323,6 @@ export class TurnScheduler {
       (exists) => (exists ? replyTo(this.#outbox, req, 'kill', {}) : this.#noConversation(req)),
       (err: unknown) => errorTo(this.#outbox, req, Code.Internal, `reading the conversation failed: ${failure(err)}`),
     );
-  }
-
-  #history(req: PairRequest, conv: Conversation | null): void {
-    if (conv === null || (conv.stored === 0 && conv.dbId === null)) return this.#noConversation(req);
-    const { title } = conv;
-    const { dbId } = conv;
-    const store = this.#store;
-    if (dbId === null || store === null) return this.#sendHistory(req, title, conv.history);
-    this.#reads.add({
-      conn: req.conn,
-      run: () =>
-        void store.allMessages(dbId).then(
-          (messages) => this.#sendHistory(req, title, messages),
-          (err: unknown) => errorTo(this.#outbox, req, Code.Internal, `reading the history failed: ${failure(err)}`),
-        ),
-      drop: () => errorTo(this.#outbox, req, Code.Cancelled, 'the connection closed before the history was read'),
-    });
-  }
-
-  #sendHistory(req: PairRequest, title: string, messages: readonly Message[]): void {
-    replyTo(this.#outbox, req, 'get_conversation_history', { agent: req.agent, sender: req.sender, title, messages: messages.map(historyMessage) });
   }
 
   /**

@@ -20,6 +20,10 @@ const ANY_MAP = z.record(z.string(), z.unknown());
 const pair = (i: RestInput): Record<string, unknown> => ({ agent: i.params.agent, sender: i.params.sender });
 
 const CONVERSATIONS: RestSpec[] = [
+  {
+    method: 'POST', path: `${PAIR}/import`, op: 'import_messages', tag: 'conversations', summary: 'Write a batch of exported messages at their positions (idempotent; PROTOCOL §4.15)', reply: 'imported',
+    body: z.looseObject({ from: z.number().int().min(0), messages: z.array(ANY_MAP) }), args: (i) => ({ ...i.body, ...pair(i) }),
+  },
   { method: 'GET', path: `${PAIR}/history`, op: 'get_conversation_history', tag: 'conversations', summary: 'The conversation\'s messages', reply: 'conversation_history (PROTOCOL §4.3)', args: pair },
   { method: 'DELETE', path: PAIR, op: 'delete_conversation', tag: 'conversations', summary: 'Delete the conversation', reply: 'pong: {}', args: pair },
   { method: 'POST', path: `${PAIR}/kill`, op: 'kill', tag: 'turns', summary: 'Cancel the running turn and those queued', reply: 'pong: {}', args: pair },
@@ -56,6 +60,10 @@ const AGENTS: RestSpec[] = [
   {
     method: 'PATCH', path: '/v1/agents/{agent}', op: 'update_agent', tag: 'agents', summary: 'Change an agent: the body is a JSON merge patch of its configuration', reply: 'agent_info',
     body: ANY_MAP, args: (i) => ({ name: i.params.agent, config: i.body }),
+  },
+  {
+    method: 'POST', path: '/v1/agents/{agent}/rename', op: 'rename_agent', tag: 'agents', summary: 'Rename an agent with its conversations, subscriptions and runs', reply: 'agent_info',
+    body: z.object({ new_name: z.string() }), args: (i) => ({ name: i.params.agent, new_name: i.body.new_name }),
   },
   { method: 'DELETE', path: '/v1/agents/{agent}', op: 'delete_agent', tag: 'agents', summary: 'Delete an agent and its conversations', reply: 'pong: {}', args: named },
   // `GET /v1/models` is OpenAI's (the agents, eco/openai-chat.ts); the providers' models live beside their active one.
@@ -114,6 +122,12 @@ const ADMIN_OPS: RestSpec[] = [
   {
     method: 'GET', path: '/v1/webhooks/{name}/deliveries', op: 'webhook_deliveries', tag: 'webhooks', summary: 'A webhook\'s deliveries', reply: 'webhook_deliveries',
     query: z.object({ status: str('pending, delivered or failed'), limit: uint('1 to 1000 (default 100)') }),
+  },
+  { method: 'POST', path: '/v1/reload', op: 'reload_config', tag: 'daemon', summary: 'Read agentd.json again and apply what can change live (as SIGHUP)', reply: 'reloaded (PROTOCOL §4.9)' },
+  { method: 'POST', path: '/v1/drain', op: 'drain', tag: 'daemon', summary: 'Cluster mode: hand this node\'s partitions to the others; answers once it serves none', reply: 'drained (PROTOCOL §4.9)' },
+  {
+    method: 'GET', path: '/v1/export', op: 'export_conversations', tag: 'conversations', summary: 'One page of stored conversations as export records (PROTOCOL §4.15)', reply: 'export_page',
+    query: z.object({ agent: str('only this agent\'s'), sender: str('only this sender\'s'), after: str('the `next` of the page before'), limit: uint('records in the page, 1-1000 (default 500)') }),
   },
   { method: 'GET', path: '/v1/dashboard', op: 'get_dashboard', tag: 'daemon', summary: 'The live view: turn rates and latency, shards, busiest conversations, errors, MCP servers, cluster', reply: 'dashboard (PROTOCOL §4.9)' },
   { method: 'GET', path: '/v1/tokens', op: 'list_tokens', tag: 'tokens', summary: 'Scoped tokens, without secrets', reply: 'tokens (PROTOCOL §4.14)' },

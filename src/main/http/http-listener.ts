@@ -114,10 +114,13 @@ async function authenticate(o: HttpListenerOptions, authed: WeakSet<Socket>, req
 }
 
 async function serve(o: HttpListenerOptions, authed: WeakSet<Socket>, req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): Promise<void> {
-  const target = requestTarget(req.url ?? '/');
-  if (target === null) return sendError(res, new AgentdError(Code.BadRequest, 'the request target is not a valid URL'), true);
-  const pathname = target.pathname;
-  const found = o.router.match(req.method ?? 'GET', pathname);
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://agentd');
+  } catch {
+    return sendError(res, new AgentdError(Code.BadRequest, 'the request target is not a valid URL'), true);
+  }
+  const found = o.router.match(req.method ?? 'GET', url.pathname);
   let principal: Principal = ADMIN;
   if (found === null || 'allowed' in found || found.route.public !== true) {
     // Unknown routes need the token too: nothing about the routes is told before authentication.
@@ -125,37 +128,17 @@ async function serve(o: HttpListenerOptions, authed: WeakSet<Socket>, req: Incom
     if (typeof who === 'string') return sendError(res, new AgentdError(Code.Unauthorized, who), true);
     principal = who;
   }
-  if (found === null) return sendError(res, new AgentdError(Code.NotFound, `no route ${req.method} ${pathname}`));
+  if (found === null) return sendError(res, new AgentdError(Code.NotFound, `no route ${req.method} ${url.pathname}`));
   if ('allowed' in found) {
-    return sendJson(res, 405, { error: { code: 405, message: `${req.method} is not allowed on ${pathname}; allowed: ${found.allowed.join(', ')}` } }, { allow: found.allowed.join(', ') });
+    return sendJson(res, 405, { error: { code: 405, message: `${req.method} is not allowed on ${url.pathname}; allowed: ${found.allowed.join(', ')}` } }, { allow: found.allowed.join(', ') });
   }
-  const x = exchange(o, { req, res, expectsContinue }, target, found.params, principal);
+  const x = exchange(o, { req, res, expectsContinue }, url, found.params, principal);
   try {
     await found.route.handler(req, res, x);
   } catch (err) {
     // A body refused half-read (413) leaves bytes the connection cannot skip: close it.
     sendError(res, err, err instanceof AgentdError && err.code === Code.TooLarge);
   }
-}
-
-/** A plain path (letters, digits, `-`, `_`, `~` segments; no dots, escapes or query): what `new URL` would give it as its pathname. */
-const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~-]+)+\/?$/;
-
-/** The request target's pathname, and its URL parsed only when a handler asks for it; null when it is not a valid URL. */
-type Target = { readonly pathname: string; readonly url: () => URL };
-
-function requestTarget(raw: string): Target | null {
-  if (PLAIN_PATH.test(raw)) {
-    let url: URL | null = null;
-    return { pathname: raw, url: () => (url ??= new URL(raw, 'http://agentd')) };
-  }
-  let url: URL;
-  try {
-    url = new URL(raw, 'http://agentd');
-  } catch {
-    return null;
-  }
-  return { pathname: url.pathname, url: () => url };
 }
 
 interface Pending {
@@ -165,7 +148,7 @@ interface Pending {
   expectsContinue: boolean;
 }
 
-function exchange(o: HttpListenerOptions, p: Pending, target: Target, params: Record<string, string>, principal: Principal): HttpExchange {
+function exchange(o: HttpListenerOptions, p: Pending, url: URL, params: Record<string, string>, principal: Principal): HttpExchange {
   const { req, res } = p;
   let requester: HttpRequester | null = null;
   const get = (): HttpRequester => {
@@ -183,9 +166,7 @@ function exchange(o: HttpListenerOptions, p: Pending, target: Target, params: Re
     return r;
   };
   return {
-    get url() {
-      return target.url();
-    },
+    url,
     params,
     principal,
     requester: get,

@@ -9,7 +9,7 @@ import { Role, TaskState, type Message, type Task } from '@a2a-js/sdk';
 import { Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, startDaemon } from '../helpers/daemon.ts';
+import { cleanup, startDaemon, historyContents } from '../helpers/daemon.ts';
 import { httpParts, type HttpDaemon } from '../helpers/http-daemon.ts';
 
 let h: HttpDaemon;
@@ -38,15 +38,7 @@ function textOf(parts: { content?: { $case: string; value: unknown } }[] | undef
   return (parts ?? []).map((p) => (p.content?.$case === 'text' ? String(p.content.value) : '')).join('');
 }
 
-async function history(agent: string, sender: string): Promise<string[]> {
-  const c = await h.daemon.client();
-  try {
-    const r = await c.request('get_conversation_history', { agent, sender });
-    return (r.conversation_history as { messages: { content: string }[] }).messages.map((m) => m.content);
-  } finally {
-    await c.close();
-  }
-}
+const history = (agent: string, sender: string): Promise<string[]> => historyContents(h.daemon, agent, sender);
 
 describe('A2A 1.0 (the SDK client\'s own protocol)', () => {
   it('serves each agent\'s card, and the directory card; cards need the token', async () => {

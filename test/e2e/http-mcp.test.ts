@@ -5,7 +5,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, startDaemon } from '../helpers/daemon.ts';
+import { cleanup, startDaemon, historyContents } from '../helpers/daemon.ts';
 import { httpParts, type HttpDaemon } from '../helpers/http-daemon.ts';
 
 let h: HttpDaemon;
@@ -22,15 +22,7 @@ async function connect(token = h.token, headers: Record<string, string> = {}): P
   return client;
 }
 
-async function history(agent: string, sender: string): Promise<string[]> {
-  const c = await h.daemon.client();
-  try {
-    const r = await c.request('get_conversation_history', { agent, sender });
-    return (r.conversation_history as { messages: { content: string }[] }).messages.map((m) => m.content);
-  } finally {
-    await c.close();
-  }
-}
+const history = (agent: string, sender: string): Promise<string[]> => historyContents(h.daemon, agent, sender);
 
 describe('MCP server', () => {
   it('lists each agent as ask_<agent>, and the list follows agents created', async () => {

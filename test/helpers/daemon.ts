@@ -206,3 +206,13 @@ export async function streamKilledAtFirstChunk(c: AgentdClient, killer: AgentdCl
   }
   return evs;
 }
+
+/** The contents of a conversation's stored messages, in order, read over a client of its own. */
+export async function historyContents(d: Daemon, agent: string, sender: string): Promise<string[]> {
+  const c = await d.client();
+  try {
+    return (await c.history(agent, sender)).messages.map((m) => m.content);
+  } finally {
+    await c.close();
+  }
+}

@@ -9,8 +9,8 @@
  * needed; what piscina would give us (respawn, sticky routing) is the few
  * lines below.
  *
- * Main → shard messages produced in one synchronous run (one socket read,
- * usually) are batched into one postMessage per shard. Every request sent to
+ * Main → shard messages produced in one event-loop turn (every socket read
+ * its poll phase handled) are batched into one postMessage per shard. Every request sent to
  * a shard is tracked until its LAST frame comes back, so that if the shard
  * dies each one still gets its final frame and nothing is left hanging.
  *
@@ -225,8 +225,10 @@ export class ShardPool {
     s.outbound.push(...msgs);
     if (!this.#flushQueued) {
       this.#flushQueued = true;
-      // A microtask: everything decoded from one socket read goes in one post.
-      queueMicrotask(this.#flush);
+      // setImmediate, not a microtask: everything every socket read of this
+      // event-loop turn decoded goes in one post per shard, so a busy main
+      // wakes each shard once per loop turn rather than once per read.
+      setImmediate(this.#flush);
     }
   }
 

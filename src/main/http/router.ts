@@ -64,6 +64,12 @@ export interface HttpRoute {
 interface Compiled {
   route: HttpRoute;
   segments: readonly string[];
+  /** Per segment: the parameter's name, or null for a literal. */
+  names: readonly (string | null)[];
+}
+
+function compile(route: HttpRoute, segments: readonly string[]): Compiled {
+  return { route, segments, names: segments.map((s) => (isParam(s) ? s.slice(1, -1) : null)) };
 }
 
 export type RouteMatch = { route: HttpRoute; params: Record<string, string> } | { allowed: HttpMethod[] } | null;
@@ -78,6 +84,8 @@ export function isParam(segment: string): boolean {
 
 export class HttpRouter {
   readonly #routes: Compiled[] = [];
+  /** The routes by segment count, in mount order (a path only ever matches routes of its length); rebuilt after a change. */
+  #byLength: Map<number, Compiled[]> | null = null;
 
   /** Adds a route; a second route with the same method and pattern is refused. */
   mount(route: HttpRoute): void {
@@ -88,7 +96,8 @@ export class HttpRouter {
         throw new Error(`HTTP route ${route.method} ${route.path} is mounted twice`);
       }
     }
-    this.#routes.push({ route, segments });
+    this.#routes.push(compile(route, segments));
+    this.#byLength = null;
   }
 
   /**
@@ -100,8 +109,9 @@ export class HttpRouter {
     const shape = (segments: readonly string[]): string => segments.map((s) => (isParam(s) ? '{}' : s)).join('/');
     const segments = split(route.path);
     const at = this.#routes.findIndex((c) => c.route.method === route.method && shape(c.segments) === shape(segments));
-    if (at < 0) this.#routes.push({ route, segments });
-    else this.#routes[at] = { route, segments };
+    if (at < 0) this.#routes.push(compile(route, segments));
+    else this.#routes[at] = compile(route, segments);
+    this.#byLength = null;
   }
 
   /** Every mounted route, in mount order. */
@@ -119,8 +129,8 @@ export class HttpRouter {
     }
     let best: { route: HttpRoute; params: Record<string, string>; literals: number } | null = null;
     const allowed = new Set<HttpMethod>();
-    for (const c of this.#routes) {
-      const found = matchSegments(c.segments, parts);
+    for (const c of this.#candidates(parts.length)) {
+      const found = matchSegments(c, parts);
       if (found === null) continue;
       if (c.route.method !== method) {
         allowed.add(c.route.method);
@@ -131,22 +141,39 @@ export class HttpRouter {
     if (best !== null) return { route: best.route, params: best.params };
     return allowed.size > 0 ? { allowed: [...allowed] } : null;
   }
+
+  #candidates(length: number): readonly Compiled[] {
+    if (this.#byLength === null) {
+      const by = new Map<number, Compiled[]>();
+      for (const c of this.#routes) {
+        const list = by.get(c.segments.length);
+        if (list === undefined) by.set(c.segments.length, [c]);
+        else list.push(c);
+      }
+      this.#byLength = by;
+    }
+    return this.#byLength.get(length) ?? [];
+  }
 }
 
-function matchSegments(pattern: readonly string[], parts: readonly string[]): { params: Record<string, string>; literals: number } | null {
-  if (pattern.length !== parts.length) return null;
-  const params: Record<string, string> = {};
+function matchSegments(c: Compiled, parts: readonly string[]): { params: Record<string, string>; literals: number } | null {
+  const { segments, names } = c;
+  if (segments.length !== parts.length) return null;
+  // Literals first, without allocating: most routes fail here.
   let literals = 0;
-  for (let i = 0; i < pattern.length; i++) {
-    const p = pattern[i]!;
-    if (isParam(p)) {
+  for (let i = 0; i < segments.length; i++) {
+    if (names[i] !== null) {
       if (parts[i] === '') return null;
-      params[p.slice(1, -1)] = parts[i]!;
-    } else if (p === parts[i]) {
+    } else if (segments[i] === parts[i]) {
       literals++;
     } else {
       return null;
     }
+  }
+  const params: Record<string, string> = {};
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    if (name !== null && name !== undefined) params[name] = parts[i]!;
   }
   return { params, literals };
 }

@@ -89,7 +89,7 @@ describe('completion', () => {
     expect(bash.code).toBe(0);
     expect(complete(bash.stdout, ['agentctl', 'cl'])).toEqual(['cluster']);
     expect(complete(bash.stdout, ['agentctl', 'pro'])).toEqual(['profile']);
-    expect(complete(bash.stdout, ['agentctl', 'agents', ''])).toEqual(['list', 'show', 'create', 'update', 'delete']);
+    expect(complete(bash.stdout, ['agentctl', 'agents', ''])).toEqual(['list', 'show', 'create', 'update', 'delete', 'rename']);
     expect(complete(bash.stdout, ['agentctl', '--profile', 'x', 'stream', 'a', '--s'])).toEqual(['--sender', '--socket']);
     expect(complete(bash.stdout, ['agentctl', 'mcps', 'add', '--e'])).toEqual(['--env', '--eager']);
     expect(complete(bash.stdout, ['agentctl', 'help', 'compl'])).toEqual(['completion']);

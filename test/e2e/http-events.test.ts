@@ -73,6 +73,20 @@ describe('inbound webhooks', () => {
     expect(await userMessages('plain')).toEqual(['with the token']);
   });
 
+  it('a scoped token must be one that may publish: read or a bound chat token gets 403 and publishes nothing', async () => {
+    const c = await h.daemon.client();
+    const read = await c.createToken({ scopes: ['read'] });
+    const bound = await c.createToken({ scopes: ['chat'], agents: ['assistant'], sender: 'alice' });
+    const chat = await c.createToken({ scopes: ['chat'] });
+    await c.close();
+    for (const t of [read, bound]) {
+      const r = await post('guarded', 'not from you', { authorization: `Bearer ${t.token}` });
+      expect(r.status).toBe(403);
+      expect(((await r.json()) as { error: { message: string } }).error.message).toMatch(/scope|bound/);
+    }
+    expect(await (await post('guarded', 'from a chat token', { authorization: `Bearer ${chat.token}` })).json()).toEqual({ fired: 0 });
+  });
+
   it('a source nobody subscribes to fires nothing', async () => {
     const body = 'unheard';
     expect(await (await post('nobody-listens', body, { authorization: `Bearer ${h.token}` })).json()).toEqual({ fired: 0 });

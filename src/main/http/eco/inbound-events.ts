@@ -3,7 +3,8 @@
  * The body, as it came, is the payload of a `publish_event` with the path's
  * source (PROTOCOL §4.5). The route is served without the door's bearer
  * check, because a webhook sender signs instead: a request is let in by
- * either the home's token (`Authorization: Bearer`), or an
+ * either a token that may publish (`Authorization: Bearer`: the home's, or a
+ * scoped one with `chat`, not bound), or an
  * `X-Agentd-Signature: sha256=<hex>` header (GitHub's
  * `X-Hub-Signature-256` too) holding the HMAC-SHA256 of the body under the
  * source's secret (`http_event_sources`), compared in constant time. Any
@@ -14,6 +15,7 @@ import type { IncomingMessage } from 'node:http';
 import { AgentdError, Code } from '../../../shared/errors.ts';
 import type { Logger } from '../../../shared/log.ts';
 import type { Authenticate } from '../../auth/principal.ts';
+import { authorize } from '../../auth/authorize.ts';
 import { readBody, sendError, sendJson } from '../http-io.ts';
 import type { HttpRoute } from '../router.ts';
 
@@ -55,7 +57,10 @@ async function admittedBody(req: IncomingMessage, source: string, o: InboundEven
     if (o.authenticate !== null) {
       const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? '');
       if (m === null) throw unauthorized('authentication required: send Authorization: Bearer <token>, or sign the body (X-Agentd-Signature: sha256=<hex HMAC-SHA256>)');
-      if ((await o.authenticate(m[1]!)) === null) throw unauthorized('wrong token');
+      const principal = await o.authenticate(m[1]!);
+      if (principal === null) throw unauthorized('wrong token');
+      // The route is public, so its call runs unchecked: the token is held to publish_event's scope here (403).
+      authorize(principal, 'publish_event', { source });
     }
     return readBody(req, o.maxBodyBytes);
   }

@@ -289,7 +289,7 @@ async function assemble(config: ResolvedConfig, reread: () => ResolvedConfig): P
   };
   const bus = createBus(config, { storage, log, agents, topology, pool, agentEvents }, startup.subscriptions);
   const schedules = startSchedules(config, storage, bus, log);
-  const tokens = new TokenService({ storage, log, live: () => connections.values() });
+  const tokens = new TokenService({ storage, log, live: () => [...connections.values(), ...requesters.values()] });
   connectionLimits.authenticate = tokens.authenticate;
   const agentService = new AgentService({ agents, pool, storage, bus, providers: config.providers, home: config.home, log, maxAgents: config.maxAgents, onChange: () => mcp.sync(), webhooks, cluster: topology.agentChanges });
   const live: LiveSettings = { providers: config.providers, logLevel: config.logLevel };

@@ -212,10 +212,11 @@ export class TurnScheduler {
   }
 
   /** The requests that waited on a pair's storage work, in their order. */
-  #replay(queued: Waiting[]): void {
+  /** `known`: the pair's state in memory is the whole truth (after a delete); false: the store has it (after an import). */
+  #replay(queued: Waiting[], known = true): void {
     for (const msg of queued) {
       if (msg.type === 'conn_closed') this.#runner.cancelConnection(msg.conn, CancelReason.Disconnect);
-      else this.#forPair(msg, true);
+      else this.#forPair(msg, known);
     }
   }
 
@@ -356,7 +357,8 @@ export class TurnScheduler {
     this.#gate.hold(pairKey(req.agent, req.sender), req.agent, importBatch(store, conv, req), (done, queued) => {
       if (done.status === 'fulfilled') replyTo(this.#outbox, req, 'import_messages', done.value);
       else errorTo(this.#outbox, req, done.reason instanceof AgentdError ? done.reason.code : Code.Internal, `import failed: ${failure(done.reason)}`);
-      this.#replay(queued);
+      // What waited on the import loads the conversation as stored now.
+      this.#replay(queued, false);
     });
   }
 

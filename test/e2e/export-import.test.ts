@@ -133,4 +133,18 @@ describe.skipIf(skip !== null)('agentctl export and import', () => {
       .rejects.toMatchObject({ code: 409, message: expect.stringMatching(/holds 2 messages; this batch starts at position 7/) });
     await expect(ct.importMessages({ agent: 'nobody', sender: 'bob', from: 0, messages: [] })).rejects.toMatchObject({ code: 404 });
   });
+
+  it('serves what waited behind an import from the conversation as imported', async () => {
+    // Sent together on one connection, so they reach the shard while the import holds the pair.
+    const batch = [{ role: 'user' as const, content: 'dan said hi' }, { role: 'assistant' as const, content: 'dan said hi' }];
+    const [imported, before, sent] = await Promise.all([
+      ct.importMessages({ agent: 'assistant', sender: 'dan', from: 0, messages: batch }),
+      ct.history('assistant', 'dan'),
+      ct.send('assistant', 'and more', { sender: 'dan' }),
+    ]);
+    expect(imported).toEqual({ imported: 2, skipped: 0 });
+    expect(before.messages.map((m) => m.content)).toEqual(['dan said hi', 'dan said hi']);
+    expect(sent.content).toBe('and more');
+    expect((await ct.history('assistant', 'dan')).messages.map((m) => m.content)).toEqual(['dan said hi', 'dan said hi', 'and more', 'and more']);
+  });
 });

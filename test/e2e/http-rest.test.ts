@@ -214,8 +214,20 @@ describe('the listener', () => {
     const open = await testDaemon({ args: ['--tcp-insecure', '--http', '127.0.0.1:0'] });
     const { readFileSync } = await import('node:fs');
     const port = Number(readFileSync(`${open.home}/run/http.port`, 'utf8'));
-    const r = await curl({ base: `http://127.0.0.1:${port}`, token: '' }, '/v1/ping', [], null);
+    const t = { base: `http://127.0.0.1:${port}`, token: '' };
+    const r = await curl(t, '/v1/ping', [], null);
     expect(r.status).toBe(200);
+    // Every request is the admin here, so a web page must not reach it: another site's Origin, or a rebound Host, is refused.
+    const body = ['-X', 'POST', '-H', 'content-type: text/plain', '--data-binary', JSON.stringify({ name: 'planted', config: { model: 'echo' } })];
+    const crossSite = await curl(t, '/v1/agents', [...body, '-H', 'Origin: https://evil.example'], null);
+    expect(crossSite.status).toBe(401);
+    expect((crossSite.json as { error: { message: string } }).error.message).toContain('loopback Host');
+    expect((await curl(t, '/v1/ping', ['-H', 'Host: rebound.example:80'], null)).status).toBe(401);
+    expect((await curl(t, '/v1/events/deploy', ['-X', 'POST', '--data-binary', 'x', '-H', 'Origin: https://evil.example'], null)).status).toBe(401);
+    expect((await curl(t, '/v1/ping', ['-H', `Origin: http://localhost:${port}`], null)).status).toBe(200);
+    const c = await open.client();
+    expect((await c.listAgents()).map((a) => a.name)).not.toContain('planted');
+    await c.close();
   });
 
   it('holds max_connections per listener and answers the next connection 429', async () => {

@@ -66,6 +66,19 @@ describe('a chat token bound to sender alice, over HTTP', () => {
     expect(await admin.listMcps('assistant')).toEqual([]);
   });
 
+  it('cuts a revoked token\'s open event stream at once', async () => {
+    const temp = await admin.createToken({ scopes: ['read'] });
+    const res = await fetch(`${t.base}/v1/events`, { headers: { authorization: `Bearer ${temp.token}`, accept: 'text/event-stream' } });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await admin.revokeToken(temp.id);
+    // Ends (done, or the connection reset) instead of streaming every agent event on.
+    for (;;) {
+      const r = await reader.read().catch(() => ({ done: true }));
+      if (r.done) break;
+    }
+  });
+
   it('is refused at once once revoked (401)', async () => {
     const temp = await admin.createToken({ scopes: ['read'] });
     expect((await curl(t, '/v1/stats', [], temp.token)).status).toBe(200);

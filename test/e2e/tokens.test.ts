@@ -148,10 +148,13 @@ describe('other scopes, revocation, bad input', () => {
     const t = await create({ scopes: ['read'] });
     const ok = await RawConn.openTcp(d.port!);
     onTestFinished(() => ok.close());
-    ok.write(Buffer.concat([encodeFrame(1, 0, encodeBody({ auth: { token: t.token } })), encodeFrame(2, 0, encodeBody({ ping: {} })), encodeFrame(3, 0, encodeBody({ create_agent: { name: 'x', config: {} } }))]));
-    const frames = await ok.until((f) => f.length === 3);
-    expect(frames.map((f) => [f.id, Object.keys(f.body)[0]])).toEqual([[1, 'pong'], [2, 'pong'], [3, 'error']]);
+    ok.write(Buffer.concat([encodeFrame(1, 0, encodeBody({ auth: { token: t.token } })), encodeFrame(2, 0, encodeBody({ ping: {} })), encodeFrame(3, 0, encodeBody({ create_agent: { name: 'x', config: {} } })),
+      // Larger than an unauthenticated connection's 1 KiB: sent behind a valid auth, it is served too.
+      encodeFrame(4, 0, encodeBody({ get_conversation_history: { agent: 'a'.repeat(4000), sender: 'nobody' } }))]));
+    const frames = await ok.until((f) => f.length === 4);
+    expect(frames.map((f) => [f.id, Object.keys(f.body)[0]])).toEqual([[1, 'pong'], [2, 'pong'], [3, 'error'], [4, 'error']]);
     expect(frames[2]!.body.error.code).toBe(403);
+    expect(frames[3]!.body.error.code).not.toBe(401);
     const bad = await RawConn.openTcp(d.port!);
     onTestFinished(() => bad.close());
     const wrong = `${t.token.slice(0, -1)}${t.token.endsWith('A') ? 'B' : 'A'}`; // one character off

@@ -16,7 +16,7 @@ import type { Logger } from '../../shared/log.ts';
 import { ADMIN, type Authenticate, type Principal } from '../auth/principal.ts';
 import type { ConnectionLimiter } from '../net/connection-limit.ts';
 import type { Dispatch } from '../dispatch.ts';
-import { announcedLength, readJsonObject, sendError, sendJson, tooLarge } from './http-io.ts';
+import { announcedLength, fromThisMachine, readJsonObject, sendError, sendJson, tooLarge } from './http-io.ts';
 import { HttpRequester, type RequesterHost } from './http-requester.ts';
 import type { HttpExchange, HttpRouter } from './router.ts';
 
@@ -102,7 +102,10 @@ function listen(server: Server, addr: TcpAddress): Promise<void> {
 }
 
 async function authenticate(o: HttpListenerOptions, authed: WeakSet<Socket>, req: IncomingMessage): Promise<Principal | string> {
-  if (o.authenticate === null) return ADMIN;
+  if (o.authenticate === null) {
+    if (fromThisMachine(req)) return ADMIN;
+    return 'without a token this door serves requests to a loopback Host from no other Origin (a web page must not drive the daemon)';
+  }
   const token = bearer(req);
   if (token === null) return UNAUTHORIZED;
   if (token === '') return 'authentication required: the Authorization header must be "Bearer <token>"';

@@ -30,6 +30,7 @@ export interface Backlog {
   readonly writableLength: number;
   readonly writableHighWaterMark: number;
   once(event: 'drain' | 'close', listener: () => void): unknown;
+  destroy(): unknown;
 }
 
 export class HttpRequester implements Requester, FrameSink {
@@ -56,6 +57,11 @@ export class HttpRequester implements Requester, FrameSink {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** Cuts the response (its token was revoked): as a closed socket, its non-detached turns are cancelled. */
+  end(): void {
+    this.#output?.destroy();
   }
 
   /** Sends one operation; `onFrame` gets every frame answering it, the last with `last` set. Returns the request id. */

@@ -176,6 +176,8 @@ export class Connection implements FrameSink {
     // A scoped token is looked up in the store: nothing behind it is read or served until that is done.
     this.#held = [];
     this.#socket.pause();
+    // The socket is paused: only the rest of this read is decoded, so the frames behind auth may be as large as after it.
+    this.#decoder.setMaxBody(this.#limits.maxBodyBytes);
     lookup(auth.token).then(
       (principal) => this.#looked(id, principal),
       (err: unknown) => this.#looked(id, err instanceof Error ? err : new Error(String(err))),

@@ -16,7 +16,7 @@ import { AgentdError, Code } from '../../../shared/errors.ts';
 import type { Logger } from '../../../shared/log.ts';
 import type { Authenticate } from '../../auth/principal.ts';
 import { authorize } from '../../auth/authorize.ts';
-import { readBody, sendError, sendJson } from '../http-io.ts';
+import { fromThisMachine, readBody, sendError, sendJson } from '../http-io.ts';
 import type { HttpRoute } from '../router.ts';
 
 export interface InboundEventsOptions {
@@ -54,6 +54,7 @@ function unauthorized(message: string): AgentdError {
 async function admittedBody(req: IncomingMessage, source: string, o: InboundEventsOptions): Promise<Buffer> {
   const signature = signatureOf(req);
   if (signature === null) {
+    if (o.authenticate === null && !fromThisMachine(req)) throw unauthorized('without a token this door serves requests to a loopback Host from no other Origin');
     if (o.authenticate !== null) {
       const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? '');
       if (m === null) throw unauthorized('authentication required: send Authorization: Bearer <token>, or sign the body (X-Agentd-Signature: sha256=<hex HMAC-SHA256>)');

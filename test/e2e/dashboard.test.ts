@@ -5,6 +5,7 @@
  * the listener's dashboard routes (snapshot, stream limit, auth, bad paths)
  * and `agentctl top`, which reads the same snapshot over the socket.
  */
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -128,6 +129,11 @@ describe('the dashboard routes', () => {
     expect((await fetch(`${base(d.home)}/nothing-here`)).status).toBe(404);
     expect((await fetch(`${base(d.home)}/snapshot`, { method: 'POST' })).status).toBe(405);
     expect((await fetch(`${base(d.home)}/../package.json`)).status).toBe(404);
+    // Loopback without a token: a page on another site (or a rebound name) reads nothing.
+    const status = (headers: string[]): string => execFileSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', ...headers, `${base(d.home)}/snapshot`], { encoding: 'utf8' });
+    expect(status(['-H', 'Host: rebound.example'])).toBe('403');
+    expect(status(['-H', 'Origin: https://evil.example'])).toBe('403');
+    expect(status([])).toBe('200');
   });
 
   it(`stream a snapshot a second to at most ${MAX_EVENT_CLIENTS} pages`, async () => {

@@ -16,7 +16,8 @@ import type { Logger } from '../../shared/log.ts';
 import { ADMIN, type Authenticate, type Principal } from '../auth/principal.ts';
 import type { ConnectionLimiter } from '../net/connection-limit.ts';
 import type { Dispatch } from '../dispatch.ts';
-import { announcedLength, fromThisMachine, readJsonObject, sendError, sendJson, tooLarge } from './http-io.ts';
+import { announcedLength, readJsonObject, sendError, sendJson, tooLarge } from './http-io.ts';
+import { fromThisMachine } from '../net/same-machine.ts';
 import { HttpRequester, type RequesterHost } from './http-requester.ts';
 import type { HttpExchange, HttpRouter } from './router.ts';
 

@@ -11,6 +11,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { isLoopback, type TcpAddress } from '../../shared/config.ts';
 import type { Logger } from '../../shared/log.ts';
 import { sameSecret } from '../net/token.ts';
+import { fromThisMachine } from '../net/same-machine.ts';
 import { registerDaemonGauges, type GaugeSources } from './daemon-gauges.ts';
 import { TurnMeter } from './turn-meter.ts';
 import type { ExtraRoutes } from '../dashboard/dashboard-routes.ts';
@@ -63,6 +64,8 @@ export class MetricsService {
     if (token !== null) {
       const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
       if (presented === undefined || !sameSecret(presented, token)) return plain(res, 401, 'a token is required: Authorization: Bearer <token>\n');
+    } else if (!fromThisMachine(req)) {
+      return plain(res, 403, 'without a token this listener serves requests to a loopback Host from no other Origin\n');
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return plain(res, 405, 'only GET\n');
     if (path !== '/metrics' && this.#routes?.handle(req, res, path ?? '/') === true) return;

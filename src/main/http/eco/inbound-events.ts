@@ -16,7 +16,8 @@ import { AgentdError, Code } from '../../../shared/errors.ts';
 import type { Logger } from '../../../shared/log.ts';
 import type { Authenticate } from '../../auth/principal.ts';
 import { authorize } from '../../auth/authorize.ts';
-import { fromThisMachine, readBody, sendError, sendJson } from '../http-io.ts';
+import { readBody, sendError, sendJson } from '../http-io.ts';
+import { fromThisMachine } from '../../net/same-machine.ts';
 import type { HttpRoute } from '../router.ts';
 
 export interface InboundEventsOptions {

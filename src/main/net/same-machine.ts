@@ -4,16 +4,17 @@
  * visits must not drive or read it (cross-site requests, DNS rebinding).
  */
 import type { IncomingMessage } from 'node:http';
+import { isLoopback } from '../../shared/config.ts';
 
-const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
-
-/** The host of a `Host` header or an `Origin` URL, lowercased, without its port; null when it cannot be read. */
-function hostnameOf(value: string, isOrigin: boolean): string | null {
+/** Whether a `Host` header or an `Origin` URL names a loopback address (the listeners' own rule, `isLoopback`). */
+function namesLoopback(value: string, isOrigin: boolean): boolean {
+  let hostname: string;
   try {
-    return new URL(isOrigin ? value : `http://${value}`).hostname.toLowerCase();
+    hostname = new URL(isOrigin ? value : `http://${value}`).hostname.toLowerCase();
   } catch {
-    return null;
+    return false;
   }
+  return isLoopback(hostname.replace(/^\[(.*)\]$/, '$1'));
 }
 
 /**
@@ -24,7 +25,7 @@ function hostnameOf(value: string, isOrigin: boolean): string | null {
  */
 export function fromThisMachine(req: IncomingMessage): boolean {
   const host = req.headers.host;
-  if (host === undefined || !LOOPBACK_NAMES.has(hostnameOf(host, false) ?? '')) return false;
+  if (host === undefined || !namesLoopback(host, false)) return false;
   const origin = req.headers.origin;
-  return origin === undefined || LOOPBACK_NAMES.has(hostnameOf(origin, true) ?? '');
+  return origin === undefined || namesLoopback(origin, true);
 }

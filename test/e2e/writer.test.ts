@@ -14,7 +14,7 @@ const CRASH = 'crash-the-writer-now';
 const STALL = 'freeze-the-writer-now';
 /** A writer frozen this long is replaced (the shards' stall time). */
 const STALL_MS = 3_000;
-const LOST = /turn writer thread (stopped before it answered|is being replaced); the turn was not stored/;
+const LOST = /turn writer thread (stopped before it answered|was replaced before it answered|is being replaced); the turn was not stored/;
 
 function senderOn(shard: number, prefix: string): string {
   for (let i = 0; ; i++) if (shardOf('assistant', `${prefix}${i}`, 2) === shard) return `${prefix}${i}`;

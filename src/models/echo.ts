@@ -45,11 +45,13 @@ export function countWords(text: string): number {
 }
 
 /**
- * Running word counts: for each message, the words of the history up to and
- * including it. A history only grows at its end or is rebuilt from a new
+ * Running word counts: the words of a history up to and including its newest
+ * counted message. A history only grows at its end or is rebuilt from a new
  * first message (load, compaction), so a count is reused only where the
  * message sits at the same index behind the same first and previous messages;
  * a turn then counts its new messages only, however long its conversation.
+ * Only the newest count of a history is kept: an entry per message would make
+ * every garbage collection walk a weak table as long as all the histories.
  */
 const prefixWords = new WeakMap<Message, { index: number; first: Message; before: Message | null; total: number }>();
 
@@ -66,26 +68,34 @@ function countedPrefix(messages: readonly Message[]): { from: number; total: num
 }
 
 /**
- * The words of every message, yielding to the event loop every
- * YIELD_EVERY_MS: a conversation of many megabytes, counted the first time
- * it is sent, must not hold its shard for seconds.
+ * `total` plus the words of messages[from..], yielding to the event loop
+ * every YIELD_EVERY_MS: a conversation of many megabytes, counted the first
+ * time it is sent, must not hold its shard for seconds.
  */
-async function promptWords(messages: readonly Message[]): Promise<number> {
-  let { from, total } = countedPrefix(messages);
+async function addWords(messages: readonly Message[], from: number, total: number): Promise<number> {
   let slice = performance.now();
   for (let i = from; i < messages.length; i++) {
-    const m = messages[i]!;
-    let n = 0;
     const word = /\S+/g;
-    while (word.exec(m.content) !== null) {
+    let n = 0;
+    while (word.exec(messages[i]!.content) !== null) {
       if (++n % COUNT_CHECK_EVERY === 0 && performance.now() - slice > YIELD_EVERY_MS) {
         await nextTurn();
         slice = performance.now();
       }
     }
     total += n;
-    prefixWords.set(m, { index: i, first: messages[0]!, before: i === 0 ? null : messages[i - 1]!, total });
   }
+  return total;
+}
+
+/** The words of a conversation's history, counting only what was added since its last count. */
+async function historyWords(history: readonly Message[]): Promise<number> {
+  const { from, total: counted } = countedPrefix(history);
+  if (from === history.length) return counted;
+  if (from > 0) prefixWords.delete(history[from - 1]!);
+  const total = await addWords(history, from, counted);
+  const last = history.length - 1;
+  prefixWords.set(history[last]!, { index: last, first: history[0]!, before: last === 0 ? null : history[last - 1]!, total });
   return total;
 }
 
@@ -167,11 +177,12 @@ export class EchoModel implements Model {
   readonly name = 'echo';
 
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    const { messages, cancel, agent } = request;
-    const prompt = await promptWords(messages);
+    const { history, messages, cancel, agent } = request;
+    // The turn's own messages are few: counted afresh at each of its model calls.
+    const prompt = await addWords(messages, 0, await historyWords(history));
     cancel.throwIfAborted();
     if (request.purpose === 'compact') {
-      yield* this.#summary(messages.slice(0, -1), prompt);
+      yield* this.#summary(history, prompt);
       return;
     }
     const { toolOutputs, user, steered } = lastTurnInput(messages);
@@ -179,6 +190,7 @@ export class EchoModel implements Model {
     const call = toolOutputs === null && steered !== true ? CALL.exec(user.trim()) : null;
     if (call !== null) {
       cancel.throwIfAborted();
+      // This turn's steps so far: a history of earlier tool turns is not walked.
       const step = messages.filter((m) => m.role === 'assistant' && m.tool_calls !== undefined).length;
       yield { type: 'tool_call', call: { id: `call_${step + 1}_1`, name: call[1]!, arguments: call[2]!.trim() || '{}' } };
       yield { type: 'usage', usage: { prompt_tokens: prompt, completion_tokens: 0, total_tokens: prompt } };

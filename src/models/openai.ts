@@ -45,20 +45,24 @@ interface WireChunk {
   error?: { message?: string } | string;
 }
 
-function wireMessages(messages: readonly Message[], systemPrompt: string): unknown[] {
+function wireMessages(history: readonly Message[], messages: readonly Message[], systemPrompt: string): unknown[] {
   const out: unknown[] = [];
   if (systemPrompt !== '') out.push({ role: 'system', content: systemPrompt });
-  for (const m of messages) {
-    if (m.role === 'tool') out.push({ role: 'tool', tool_call_id: m.tool_call_id, content: m.content });
-    else if (m.role === 'assistant' && m.tool_calls !== undefined && m.tool_calls.length > 0) {
-      out.push({
-        role: 'assistant',
-        content: m.content === '' ? null : m.content,
-        tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
-      });
-    } else out.push({ role: m.role, content: m.content });
-  }
+  for (const m of history) out.push(wireMessage(m));
+  for (const m of messages) out.push(wireMessage(m));
   return out;
+}
+
+function wireMessage(m: Message): unknown {
+  if (m.role === 'tool') return { role: 'tool', tool_call_id: m.tool_call_id, content: m.content };
+  if (m.role === 'assistant' && m.tool_calls !== undefined && m.tool_calls.length > 0) {
+    return {
+      role: 'assistant',
+      content: m.content === '' ? null : m.content,
+      tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+    };
+  }
+  return { role: m.role, content: m.content };
 }
 
 function wireTools(tools: readonly ToolSpec[]): unknown[] {
@@ -148,7 +152,7 @@ export class OpenAIModel implements Model {
     const { agent, cancel } = request;
     const body: Record<string, unknown> = {
       model: agent.model,
-      messages: wireMessages(request.messages, agent.system_prompt),
+      messages: wireMessages(request.history, request.messages, agent.system_prompt),
       stream: true,
       stream_options: { include_usage: true },
     };

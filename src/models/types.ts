@@ -40,6 +40,13 @@ export type ModelEvent =
   | { type: 'usage'; usage: Usage };
 
 export interface ModelRequest {
+  /**
+   * The conversation before this turn, oldest first: the conversation's own
+   * array, passed as it is so that a long history costs a turn nothing the
+   * model does not spend on it. Read it; never change it.
+   */
+  history: readonly Message[];
+  /** This turn's messages after the history: its user message, then what the turn produced so far. */
   messages: readonly Message[];
   tools: readonly ToolSpec[];
   toolChoice: ToolChoice | null;

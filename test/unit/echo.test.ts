@@ -18,6 +18,7 @@ describe('echo model', () => {
     const out: ModelEvent[] = [];
     const model = new EchoModel();
     for await (const ev of model.stream({
+      history: [],
       messages: [{ role: 'user', content }],
       tools: [],
       toolChoice: null,
@@ -45,7 +46,7 @@ describe('echo model', () => {
       { role: 'user' as const, content: '/call peers {}' },
     ];
     const out: ModelEvent[] = [];
-    for await (const ev of new EchoModel().stream({ messages, tools: [], toolChoice: null, agent: validateAgentConfig({}, 'test', 'a'), cancel: new Cancellation() })) out.push(ev);
+    for await (const ev of new EchoModel().stream({ history: [], messages, tools: [], toolChoice: null, agent: validateAgentConfig({}, 'test', 'a'), cancel: new Cancellation() })) out.push(ev);
     expect(out.filter((e) => e.type === 'text').map((e) => (e as { delta: string }).delta).join('')).toBe('/call peers {}');
     expect(out.some((e) => e.type === 'tool_call')).toBe(false);
   });
@@ -54,7 +55,7 @@ describe('echo model', () => {
     // The longest delay allowed (1 s); the cancel comes while it runs.
     const ac = new Cancellation();
     const model = new EchoModel();
-    const it = model.stream({ messages: [{ role: 'user', content: 'a b c' }], tools: [], toolChoice: null, agent: validateAgentConfig({ echo: { delay_ms: 1_000 } }, 't', 'a'), cancel: ac })[Symbol.asyncIterator]();
+    const it = model.stream({ history: [], messages: [{ role: 'user', content: 'a b c' }], tools: [], toolChoice: null, agent: validateAgentConfig({ echo: { delay_ms: 1_000 } }, 't', 'a'), cancel: ac })[Symbol.asyncIterator]();
     const next = it.next();
     ac.cancel('stop');
     await expect(next).rejects.toThrow();
@@ -73,7 +74,7 @@ describe('echo model', () => {
     const evs: ModelEvent[] = [];
     const model = new EchoModel();
     const request = { tools: [], toolChoice: null, agent: validateAgentConfig({}, 't', 'a'), cancel: new Cancellation() };
-    for await (const ev of model.stream({ ...request, messages: [...history, { role: 'user', content: 'summarize' }], purpose: 'compact' })) evs.push(ev);
+    for await (const ev of model.stream({ ...request, history, messages: [{ role: 'user', content: 'summarize' }], purpose: 'compact' })) evs.push(ev);
     done = true;
     // Counting 9.6M words takes far longer than one slice: the loop ran between slices.
     expect(loopTurns).toBeGreaterThan(1);
@@ -84,9 +85,9 @@ describe('echo model', () => {
   it('counts a growing history right, turn after turn, and after it is rebuilt', async () => {
     const model = new EchoModel();
     const request = { tools: [], toolChoice: null, agent: validateAgentConfig({}, 't', 'a'), cancel: new Cancellation() };
-    const prompt = async (messages: Message[]): Promise<number> => {
+    const prompt = async (history: Message[], user: Message = { role: 'user', content: '' }): Promise<number> => {
       let tokens = -1;
-      for await (const ev of model.stream({ ...request, messages })) if (ev.type === 'usage') tokens = ev.usage.prompt_tokens;
+      for await (const ev of model.stream({ ...request, history, messages: [user] })) if (ev.type === 'usage') tokens = ev.usage.prompt_tokens;
       return tokens;
     };
     const history: Message[] = [];
@@ -94,7 +95,7 @@ describe('echo model', () => {
     for (let turn = 1; turn <= 50; turn++) {
       const user: Message = { role: 'user', content: 'word '.repeat(turn) };
       words += turn;
-      expect(await prompt([...history, user])).toBe(words);
+      expect(await prompt(history, user)).toBe(words);
       history.push(user, { role: 'assistant', content: 'word '.repeat(turn) });
       words += turn;
     }

@@ -30,6 +30,7 @@ function scriptedProvider(): { send(content: string): void } {
 function startTurn(): AsyncIterator<ModelEvent> {
   const model = new OpenAIModel('quick', { type: 'openai', base_url: 'http://provider.invalid/v1', api_key_env: null, headers: {}, timeout_ms: TIMEOUT_MS });
   const request: ModelRequest = {
+    history: [],
     messages: [{ role: 'user', content: 'hi' }],
     tools: [],
     toolChoice: null,

@@ -25,7 +25,9 @@ export interface LoopInput {
   attributeTo: string | null;
   config: AgentConfig;
   model: Model;
-  /** History plus the new user message: what the model sees first. */
+  /** The conversation before this turn (its own array, not a copy: see ModelRequest). */
+  history: readonly Message[];
+  /** The turn's user message: what the model sees after the history. */
   messages: readonly Message[];
   tools: ToolSet;
   toolChoice: ToolChoice | null;
@@ -90,6 +92,7 @@ async function streamStep(input: LoopInput, produced: readonly Message[], segmen
   const start = callMeter.on ? CallMeter.now() : 0;
   try {
     const stream = input.model.stream({
+      history: input.history,
       messages: produced.length === 0 ? input.messages : [...input.messages, ...produced],
       tools: [...input.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })),
       toolChoice: input.toolChoice,

@@ -14,7 +14,8 @@ export const DEFAULT_COMPACT_PROMPT =
 export async function summarize(model: Model, agent: AgentConfig, history: readonly Message[], prompt: string | null, cancel: Cancellation): Promise<string> {
   let text = '';
   const stream = model.stream({
-    messages: [...history, { role: 'user', content: prompt || DEFAULT_COMPACT_PROMPT }],
+    history,
+    messages: [{ role: 'user', content: prompt || DEFAULT_COMPACT_PROMPT }],
     tools: [],
     toolChoice: null,
     agent,

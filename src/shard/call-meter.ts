@@ -66,6 +66,11 @@ export class CallMeter {
     t.sizes![bucketOf(SIZE_BUCKETS, turns)]!++;
   }
 
+  /** A compaction: asked by a client (`request`) or run before a turn whose history passed its threshold (`auto`). */
+  compaction(trigger: CompactionTrigger, status: CallStatus, ms: number): void {
+    if (this.metrics) this.#tallies.add('compaction', trigger, '', status, ms / 1000);
+  }
+
   evicted(conversations: number): void {
     if (!this.metrics) return;
     this.#tallies.get('evict', '', '', 'ok').n += conversations;
@@ -91,6 +96,8 @@ export class CallMeter {
     return out;
   }
 }
+
+export type CompactionTrigger = 'auto' | 'request';
 
 export const callMeter = new CallMeter();
 

@@ -262,7 +262,7 @@ export class JobRunner {
       if (config === undefined) return errorTo(out, req, Code.NotFound, `unknown agent "${req.agent}"`);
       const model = this.#o.models.for(config);
       if (model instanceof Error) return errorTo(out, req, Code.Internal, model.message);
-      const summary = await summarize(model, config, conv.history, req.prompt, cancel);
+      const summary = await summarize(model, config, conv.history, req.prompt, cancel, 'request');
       if (conv.deleted) return errorTo(out, req, Code.NotFound, 'the conversation was deleted');
       if (conv.dbId !== null) await this.#o.store?.setSummary(conv.dbId, summary, conv.stored);
       if (conv.deleted) return errorTo(out, req, Code.NotFound, 'the conversation was deleted');

@@ -23,6 +23,7 @@ beforeAll(async () => {
       providers: { fake: { type: 'openai', base_url: api.url, api_key_env: 'FAKE_KEY' } },
       agents: {
         assistant: { model: 'echo' },
+        compacting: { model: 'echo', compact_threshold: 1 },
         tooled: { model: 'echo', mcps: { fx: stdioEntry(notesDir) } },
         remote: { model: 'text', provider: 'fake' },
         down: { model: 'down', provider: 'fake' },
@@ -60,6 +61,17 @@ describe('metrics of calls', { timeout: 60_000 }, () => {
     expect(sample(text, 'agentd_provider_call_duration_seconds_count', '{provider="fake"}')).toBe(2);
     expect(sample(text, 'agentd_provider_tokens_total', '{provider="fake",direction="input"}')).toBeGreaterThan(0);
     expect(sample(text, 'agentd_turns_total', '{agent="down",outcome="error"}')).toBe(1);
+    c.close();
+  });
+
+  it('counts compactions by trigger: before a turn past compact_threshold, and asked for', async () => {
+    const c = await testClient(d);
+    for (const content of ['first words', 'second words']) await collect(c.stream('compacting', content, { sender: 'k1' }));
+    await collect(c.stream('assistant', 'to compact', { sender: 'k2' }));
+    expect(await c.compact('assistant', { sender: 'k2' })).toContain('the user said: to compact');
+    const text = await scrape();
+    expect(sample(text, 'agentd_compactions_total', '{trigger="auto",status="ok"}')).toBe(1);
+    expect(sample(text, 'agentd_compactions_total', '{trigger="request",status="ok"}')).toBe(1);
     c.close();
   });
 

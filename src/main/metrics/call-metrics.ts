@@ -72,6 +72,9 @@ export class CallMetrics {
     counter('agentd_mcp_calls_total', 'MCP tool calls, by server and status (ok, error, cancelled)', ['server', 'status'], (c) => {
       for (const t of of('tool')) if (t.via !== '') c.inc({ server: t.via, status: t.status }, t.n);
     });
+    counter('agentd_compactions_total', 'Conversations compacted, by trigger (auto: before a turn whose history passed compact_threshold; request: compact) and status', ['trigger', 'status'], (c) => {
+      for (const t of of('compaction')) c.inc({ trigger: t.via, status: t.status }, t.n);
+    });
     counter('agentd_conversations_evicted_total', 'Idle conversations evicted from memory (memory_conversations, memory_bytes); they load again from the store', [], (c) => {
       c.inc(of('evict').reduce((n, t) => n + t.n, 0));
     });

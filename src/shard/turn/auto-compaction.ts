@@ -56,7 +56,7 @@ export async function compactBeforeTurn(turn: Turn, config: AgentConfig, model: 
   const tokens = historyTokens(conv) + Math.ceil(req.content.length / CHARS_PER_TOKEN);
   if (tokens <= threshold) return;
   try {
-    const summary = await summarize(model, config, conv.history, null, cancel);
+    const summary = await summarize(model, config, conv.history, null, cancel, 'auto');
     if (conv.deleted) return;
     if (conv.dbId !== null) await deps.store?.setSummary(conv.dbId, summary, conv.stored);
     conv.compacted(summary);

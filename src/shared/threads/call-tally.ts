@@ -13,12 +13,12 @@ export const SECONDS_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0
 /** Turns per group commit. */
 export const SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
 
-export type TallyKind = 'model' | 'tool' | 'commit_batch' | 'evict';
+export type TallyKind = 'model' | 'tool' | 'commit_batch' | 'evict' | 'compaction';
 export type CallStatus = 'ok' | 'error' | 'cancelled';
 
 export interface Tally {
   kind: TallyKind;
-  /** model: the provider (`echo` for the built-in); tool: its MCP server, '' for a harness tool; otherwise ''. */
+  /** model: the provider (`echo` for the built-in); tool: its MCP server, '' for a harness tool; compaction: what asked (auto, request); otherwise ''. */
   via: string;
   /** model: the model; tool: the tool's offered name; otherwise ''. */
   name: string;

@@ -82,4 +82,19 @@ describe('bounded bm25', () => {
       for (const r of rows) expect(score([r.title, r.summary ?? '']), query).toBeCloseTo(r.fts, 9);
     }
   });
+  it('counts an ASCII text read whole (its own fast path) as it counts the same text in pieces', () => {
+    store.appendTurn({ dbId: null, agent: 'a', sender: 's', title: '', stored: 0 }, [user('Foo bar foo_bar v3 14 kiwi')]);
+    index.catchUpAll(10_000);
+    const texts = [
+      'foo_bar FOO-bar foobar foo  bar x foo', 'Foo, foo; FOO. foo_foo_bar', 'v3.14 v314 V3 14 14v3', '', '___', 'kiwi',
+      'bar foo bar foo bar', 'a foo_bar_baz and foo bar baz', '  trailing foo', 'foo',
+    ];
+    for (const query of ['foo', 'foo_bar', 'bar foo', 'v3_14', 'v3 14 kiwi', 'foo_bar_baz', 'zzz']) {
+      const score = new Bm25Stats(db, MESSAGES_FTS).scorer(queryWords(query)!);
+      for (const text of texts) {
+        const inPieces = [text.slice(0, 3), text.slice(3)];
+        expect(score([text, text, '']), `${query} in ${text}`).toBeCloseTo(score([inPieces, inPieces, ['']]), 12);
+      }
+    }
+  });
 });

@@ -150,6 +150,48 @@ class PhraseCount {
   }
 }
 
+/** unicode61's token characters in ASCII: digits and letters (lower case here). */
+function isAsciiTokenUnit(unit: number): boolean {
+  return (unit >= 0x30 && unit <= 0x39) || (unit >= 0x61 && unit <= 0x7a);
+}
+
+/**
+ * A lower-cased ASCII text's tokens are the runs of [0-9a-z]: PhraseCount's
+ * counts, found without a string per token.
+ */
+function asciiTokenCount(lower: string): number {
+  let n = 0;
+  let inToken = false;
+  for (let i = 0; i < lower.length; i++) {
+    const token = isAsciiTokenUnit(lower.charCodeAt(i));
+    if (token && !inToken) n++;
+    inToken = token;
+  }
+  return n;
+}
+
+/** Where the whole token `token` ends if it starts at `at` of `lower`, else -1. */
+function tokenEndAt(lower: string, at: number, token: string): number {
+  const end = at + token.length;
+  if (!lower.startsWith(token, at) || isAsciiTokenUnit(lower.charCodeAt(end))) return -1;
+  return at === 0 || !isAsciiTokenUnit(lower.charCodeAt(at - 1)) ? end : -1;
+}
+
+/** How often `phrase` (its tokens, one after another, separated by anything but tokens) occurs in a lower-cased ASCII text. */
+function asciiPhraseCount(lower: string, phrase: readonly string[]): number {
+  if (phrase.length === 0) return 0;
+  let n = 0;
+  for (let at = lower.indexOf(phrase[0]!); at !== -1; at = lower.indexOf(phrase[0]!, at + 1)) {
+    let end = tokenEndAt(lower, at, phrase[0]!);
+    for (let t = 1; t < phrase.length && end !== -1; t++) {
+      while (end < lower.length && !isAsciiTokenUnit(lower.charCodeAt(end))) end++;
+      end = tokenEndAt(lower, end, phrase[t]!);
+    }
+    if (end !== -1) n++;
+  }
+  return n;
+}
+
 /** Reads a SQLite varint (as FTS5 writes them) at `at`; returns the value and the next offset. */
 function varint(buf: Uint8Array, at: number): [number, number] {
   let v = 0;
@@ -161,12 +203,17 @@ function varint(buf: Uint8Array, at: number): [number, number] {
   return [v * 256 + buf[at + 8]!, at + 9];
 }
 
+/** The lowest and highest rowid an FTS5 table holds (null when empty), read once per scorer. */
+interface RowidSpan {
+  lo: number | null;
+  hi: number | null;
+}
+
 export class Bm25Stats {
   readonly #averages;
   readonly #lowest;
   readonly #highest;
   readonly #capped;
-  readonly #count;
 
   readonly #weights: readonly number[];
 
@@ -178,8 +225,10 @@ export class Bm25Stats {
     // Two statements: SQLite reads min() or max() from the end of the B-tree only when a query asks for one alone.
     this.#lowest = db.prepare<[], { id: number }>(`SELECT min(id) AS id FROM ${t}_docsize`);
     this.#highest = db.prepare<[], { id: number }>(`SELECT max(id) AS id FROM ${t}_docsize`);
-    this.#capped = db.prepare<[string, number], { rowid: number }>(`SELECT rowid FROM ${t} WHERE ${t} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`);
-    this.#count = db.prepare<[string], { n: number }>(`SELECT count(*) AS n FROM ${t} WHERE ${t} MATCH ?`);
+    // One walk of the newest matches, up to the cap: how many, and the oldest of them.
+    this.#capped = db.prepare<[string, number], { n: number; last: number | null }>(
+      `SELECT count(*) AS n, min(rowid) AS last FROM (SELECT rowid FROM ${t} WHERE ${t} MATCH ? ORDER BY rowid DESC LIMIT ?)`,
+    );
   }
 
   /**
@@ -203,34 +252,47 @@ export class Bm25Stats {
     }
     const avgdl = rows > 0 ? totalTokens / rows : 1;
     const phrases = words.map((w) => tokens(w));
+    let span: RowidSpan | undefined;
+    const rowidSpan = (): RowidSpan => (span ??= { lo: this.#lowest.get()?.id ?? null, hi: this.#highest.get()?.id ?? null });
     const idf = words.map((w) => {
-      const hits = this.#documentFrequency(`"${w}"`, rows);
+      const hits = this.#documentFrequency(`"${w}"`, rows, rowidSpan);
       const v = Math.log((rows - hits + 0.5) / (hits + 0.5));
       return v > 0 ? v : 1e-6;
     });
     const weights = this.#weights;
+    const freqs = new Float64Array(phrases.length);
     return (texts) => {
-      const columns = texts.map((text) => PhraseCount.of(text, phrases));
+      freqs.fill(0);
       let length = 0;
-      for (const c of columns) length += c.length;
+      for (let c = 0; c < texts.length; c++) {
+        const text = texts[c]!;
+        // Most texts are small and ASCII: counted without a string per token (most of a search's time went there).
+        if (typeof text === 'string' && !NON_ASCII.test(text)) {
+          const lower = text.toLowerCase();
+          length += asciiTokenCount(lower);
+          for (let i = 0; i < phrases.length; i++) freqs[i]! += weights[c]! * asciiPhraseCount(lower, phrases[i]!);
+        } else {
+          const counted = PhraseCount.of(text, phrases);
+          length += counted.length;
+          for (let i = 0; i < phrases.length; i++) freqs[i]! += weights[c]! * counted.counts[i]!;
+        }
+      }
       let score = 0;
-      phrases.forEach((_, i) => {
-        let freq = 0;
-        for (let c = 0; c < columns.length; c++) freq += weights[c]! * columns[c]!.counts[i]!;
+      for (let i = 0; i < phrases.length; i++) {
+        const freq = freqs[i]!;
         score += idf[i]! * ((freq * (K1 + 1)) / (freq + K1 * (1 - B + (B * length) / avgdl)));
-      });
+      }
       return score;
     };
   }
 
   /** How many rows match `phrase`: exact up to IDF_COUNT_CAP, beyond it estimated from the newest matches' density. */
-  #documentFrequency(phrase: string, rows: number): number {
-    const last = this.#capped.get(phrase, IDF_COUNT_CAP - 1);
-    if (last === undefined) return this.#count.get(phrase)!.n;
-    const lo = this.#lowest.get()?.id ?? null;
-    const hi = this.#highest.get()?.id ?? null;
+  #documentFrequency(phrase: string, rows: number, rowidSpan: () => RowidSpan): number {
+    const { n, last } = this.#capped.get(phrase, IDF_COUNT_CAP)!;
+    if (n < IDF_COUNT_CAP || last === null) return n;
+    const { lo, hi } = rowidSpan();
     if (lo === null || hi === null) return IDF_COUNT_CAP;
     // The newest IDF_COUNT_CAP matches lie in rowids [last, hi]: assume the word is as frequent over the whole span.
-    return Math.min(rows, Math.round((IDF_COUNT_CAP * (hi - lo + 1)) / (hi - last.rowid + 1)));
+    return Math.min(rows, Math.round((IDF_COUNT_CAP * (hi - lo + 1)) / (hi - last + 1)));
   }
 }

@@ -24,15 +24,16 @@ export const NARROW_FILTER_ROWS = 20_000;
 /** Messages indexed per transaction when a search finds the index behind. */
 const CATCH_UP_BATCH = 2_000;
 
-/** A message that matches: its text as indexed when it is small enough to read whole, else null (read in slices). */
-interface Candidate {
-  id: number;
-  conversation_id: number;
-  idx: number;
-  bytes: number;
-  user_text: string | null;
-  assistant_text: string | null;
-  tool_names: string;
+/**
+ * A message that matches: its text as indexed when it is small enough to
+ * read whole, else null (read in slices). A row of columns, from a statement
+ * in raw mode: an object per row cost more than reading the row.
+ */
+type Candidate = [id: number, conversationId: number, idx: number, bytes: number, userText: string | null, assistantText: string | null, toolNames: string];
+
+/** A candidate statement, returning its rows as columns (Candidate). */
+function candidateStatement(db: Db, sql: string): Statement<(string | number)[], Candidate> {
+  return db.prepare<(string | number)[], Candidate>(sql).raw(true);
 }
 
 interface TitleCandidate {
@@ -61,6 +62,9 @@ function candidateFrom(wholeTextBytes: number): string {
     CASE WHEN ${small} THEN s.assistant_text END AS assistant_text, s.tool_names
     FROM messages_fts f JOIN messages_searchable s ON s.id = f.rowid`;
 }
+
+/** The scorer of a table with no matches: never called. */
+const noScore = (): number => 0;
 
 export class SessionSearch {
   readonly #db: Db;
@@ -96,7 +100,7 @@ export class SessionSearch {
     this.#titleStats = new Bm25Stats(db, CONVERSATIONS_FTS);
     // Only the newest SEARCH_CANDIDATES matches are ranked: FTS5 walks its doclists newest first and stops
     // there. Ranking every match made a search's cost grow with the number of matches (PROTOCOL §4.3).
-    this.#candidates = db.prepare<[string, number], Candidate>(`SELECT ${this.#candidateFrom} WHERE messages_fts MATCH ? ORDER BY f.rowid DESC LIMIT ?`);
+    this.#candidates = candidateStatement(db, `SELECT ${this.#candidateFrom} WHERE messages_fts MATCH ? ORDER BY f.rowid DESC LIMIT ?`);
     // Titles and summaries the same way: the newest SEARCH_CANDIDATES matching conversations (rowid = conversations.id).
     this.#titleCandidates = db.prepare<[string, number], TitleCandidate>(
       `SELECT rowid AS id, title, coalesce(summary, '') AS summary FROM conversations_fts WHERE conversations_fts MATCH ? ORDER BY rowid DESC LIMIT ?`,
@@ -120,15 +124,19 @@ export class SessionSearch {
         SELECT count(*) AS conversations, sum(message_count) AS messages
         FROM (SELECT message_count FROM conversations WHERE ${where('')} LIMIT ${NARROW_FILTER_ROWS + 1})`),
       // A wide filter: FTS5 walks the matches newest first and each looks its conversation up, until enough pass.
-      candidates: db.prepare(`
-        SELECT ${this.#candidateFrom} JOIN conversations c ON c.id = s.conversation_id
-        WHERE messages_fts MATCH ? AND ${where('c.')} ORDER BY f.rowid DESC LIMIT ?`),
+      candidates: candidateStatement(
+        db,
+        `SELECT ${this.#candidateFrom} JOIN conversations c ON c.id = s.conversation_id
+        WHERE messages_fts MATCH ? AND ${where('c.')} ORDER BY f.rowid DESC LIMIT ?`,
+      ),
       // A filter that allows few messages (a turn's own conversation, say) walks those messages instead, each one
       // FTS5 lookup: walking the matches newest first until SEARCH_CANDIDATES pass the filter would read every match.
-      narrowCandidates: db.prepare(`
-        SELECT ${this.#candidateFrom}
+      narrowCandidates: candidateStatement(
+        db,
+        `SELECT ${this.#candidateFrom}
         WHERE messages_fts MATCH ? AND f.rowid IN (SELECT id FROM messages WHERE conversation_id ${allowed})
-        ORDER BY f.rowid DESC LIMIT ?`),
+        ORDER BY f.rowid DESC LIMIT ?`,
+      ),
       // A join: FTS5 drives and each match looks its conversation up.
       titleCandidates: db.prepare(`
         SELECT f.rowid AS id, f.title, coalesce(f.summary, '') AS summary FROM conversations_fts f JOIN conversations c ON c.id = f.rowid
@@ -147,8 +155,9 @@ export class SessionSearch {
    * again by id, in slices (a message deleted since it matched scores 0).
    */
   #score(score: (columns: readonly TextPieces[]) => number, c: Candidate, budget: SearchBudget): number {
-    if (c.user_text !== null && c.assistant_text !== null) return score([c.user_text, c.assistant_text, c.tool_names]);
-    const columns = this.#texts.inSlices(c.id, c.bytes, budget);
+    const [id, , , bytes, userText, assistantText, toolNames] = c;
+    if (userText !== null && assistantText !== null) return score([userText, assistantText, toolNames]);
+    const columns = this.#texts.inSlices(id, bytes, budget);
     return columns === undefined ? 0 : score(columns);
   }
 
@@ -166,8 +175,6 @@ export class SessionSearch {
   /** The search itself, every read in one snapshot (see #inOneSnapshot). */
   #searchIndexed(o: SearchOptions, match: string, budget: SearchBudget): SessionHit[] {
     const words = queryWords(o.query)!;
-    const score = this.#messageStats.scorer(words);
-    const titleScore = this.#titleStats.scorer(words);
     let rows: Candidate[];
     let titles: TitleCandidate[];
     if (o.agent === null && o.sender === null) {
@@ -182,10 +189,13 @@ export class SessionSearch {
       titles = (size.conversations <= NARROW_FILTER_ROWS ? f.narrowTitleCandidates : f.titleCandidates).all(match, ...values, SEARCH_CANDIDATES);
     }
     // The index chose the candidates; only their texts are read, each checked against the budget first.
+    // Word weights are read only for a table with matches (a search of rare words often has none).
+    const score = rows.length > 0 ? this.#messageStats.scorer(words) : noScore;
+    const titleScore = titles.length > 0 ? this.#titleStats.scorer(words) : noScore;
     const candidates = rows
       .map((r) => {
         budget.check();
-        return { conversation_id: r.conversation_id, idx: r.idx, score: this.#score(score, r, budget) };
+        return { conversation_id: r[1], idx: r[2], score: this.#score(score, r, budget) };
       })
       .sort((a, b) => b.score - a.score);
     // Title and summary matches add to their conversation's score.

@@ -71,7 +71,12 @@ export async function run(ctx: BenchContext): Promise<void> {
       let lagged = false;
       const payload = JSON.stringify({ agent: 'assistant', sender: 'broadcast', kind: 'text_delta', content: 'word ', timestamp: new Date().toISOString(), ephemeral: true });
       for (let r = 0; r < rounds; r++) {
-        await turn.call(); // a settled start: the previous round's events are all out
+        // A settled start: the settling turn's events are all out before the timed turn begins. Its
+        // reply reaches the bench before its events reach every observer (main writes the reply
+        // first), so its answer alone is no barrier: the timed window would also drain its events.
+        for (const l of listeners) l.reset();
+        await turn.call();
+        await Promise.all(listeners.map((l) => l.waitFor(events)));
         for (const l of listeners) l.reset();
         let t0 = process.hrtime.bigint();
         await turn.call();

@@ -84,6 +84,22 @@ describe('a big agent event', () => {
     }
   });
 
+  it('writes observers of the same request id the same frame buffers, and others their own id', () => {
+    const hub = new ObserverHub(() => {});
+    const sameId = [sink(1), sink(2), sink(3)];
+    const otherId = sink(4);
+    for (const s of sameId) hub.add(s, 1, null);
+    hub.add(otherId, 2, null);
+    hub.broadcast(['a', 'a'], [encodeBody({ agent_event: { agent: 'a', content: 'x' } }), encodeBody({ agent_event: { agent: 'a', content: 'y' } })]);
+    for (const s of sameId) {
+      expect(s.frames.map((f) => [f.id, f.body.agent_event.content])).toEqual([[1, 'x'], [1, 'y']]);
+      expect(s.pieces).toHaveLength(1);
+      expect(s.pieces[0]).toBe(sameId[0]!.pieces[0]); // one buffer, every socket of id 1 shares it
+    }
+    expect(otherId.frames.map((f) => [f.id, f.body.agent_event.content])).toEqual([[2, 'x'], [2, 'y']]);
+    expect(otherId.pieces[0]).not.toBe(sameId[0]!.pieces[0]);
+  });
+
   it('tells a connection past the backlog bound that it is a slow consumer, and drops its events', () => {
     const hub = new ObserverHub(() => {}, Infinity, null, { backlogBytes: 1000, stallMs: 5 });
     const slow = sink(1);

@@ -5,7 +5,9 @@
  * bodies are copied with their headers (one buffer per observer, cheaper
  * than a write each); a body of SHARED_BODY_BYTES or more is written as the
  * one buffer the shard sent, which every observer's socket shares: a big
- * event costs its size once, not once per observer.
+ * event costs its size once, not once per observer. Observers with the same
+ * request id (clients number their requests alike, so most observe under the
+ * same few ids) share the rendered frames too: the copy is made once per id.
  */
 import { FRAME_ID_OFFSET, HEADER_BYTES, writeFrame, writeFrameHeader } from '../../shared/byte-layouts.ts';
 
@@ -19,6 +21,8 @@ export interface Template {
   parts: Part[];
   /** Events in the batch for this filter. */
   count: number;
+  /** The frames as written for a request id (framesOf), made on first use: sockets keep them, so they are never changed after. */
+  byReq: Map<number, readonly Uint8Array[]>;
 }
 
 /** The batch's frames for observers of `only` (null: every agent), with request id 0 in each header. */
@@ -55,7 +59,7 @@ export function buildTemplate(agents: readonly string[], bodies: readonly Uint8A
     }
   }
   if (run.length > 0) endRun(null);
-  return { parts, count };
+  return { parts, count, byReq: new Map() };
 }
 
 /** Adds what the observer of request `req` is written to `out`: its own copies of the headers, the shared bodies as they are. */
@@ -67,6 +71,25 @@ export function framesFor(t: Template, req: number, out: Pieces): void {
     }
     out.own(part.own, part.idOffsets, req);
   }
+}
+
+/**
+ * The batch's frames for the observer of request `req`, as the buffers to
+ * write: the same buffers for every observer of that id, which their sockets
+ * share (a connection with one observer needs no bytes of its own).
+ */
+export function framesOf(t: Template, req: number): readonly Uint8Array[] {
+  let out = t.byReq.get(req);
+  if (out !== undefined) return out;
+  out = t.parts.map((part) => {
+    if ('shared' in part) return part.shared;
+    const own = Buffer.allocUnsafe(part.own.length);
+    own.set(part.own);
+    for (const off of part.idOffsets) own.writeUInt32BE(req, off);
+    return own;
+  });
+  t.byReq.set(req, out);
+  return out;
 }
 
 /** Bytes of a connection's own: a template's part to copy with `req` patched in at `idOffsets`, or ready bytes (no offsets). */

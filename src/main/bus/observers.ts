@@ -15,7 +15,7 @@ import { tooMany } from '../limits.ts';
 import { agentEventBody, closedBody } from '../../shared/wire/frames.ts';
 import type { ConnectionBudget } from '../hosts/inflight-budget.ts';
 import { DEFAULTS } from '../../shared/config.ts';
-import { buildTemplate, framesFor, Pieces, type Template } from './observer-frames.ts';
+import { buildTemplate, framesFor, framesOf, Pieces, type Template } from './observer-frames.ts';
 
 /** What an observer needs of its connection. */
 export interface ObserverSink {
@@ -127,20 +127,32 @@ export class ObserverHub {
    * Writes a batch of encoded `agent_event` bodies to every observer that
    * wants them. The frames of a batch are laid out once per filter (all
    * agents, or one agent) as a template; each observer gets its own headers,
-   * with its request id, around bodies every observer shares. A connection's
-   * observers get one write together (their small frames in one buffer): a
-   * connection with 64 streams costs one write per batch, not 64.
+   * with its request id, around bodies every observer shares. A connection
+   * with one observer is written the template's frames for its request id,
+   * the same buffers as every other observer of that id (framesOf). A
+   * connection's several observers get one write together (their small
+   * frames in one buffer): 64 streams cost one write per batch, not 64.
    */
   broadcast(agents: readonly string[], bodies: readonly Uint8Array[]): void {
     if (this.#count === 0) return;
     const templates = new Map<string | null, Template>();
+    const templateOf = (agent: string | null): Template => {
+      let t = templates.get(agent);
+      if (t === undefined) templates.set(agent, (t = buildTemplate(agents, bodies, agent)));
+      return t;
+    };
     for (const mine of this.#byConn.values()) {
-      const sink = mine.values().next().value!.sink;
+      const first = mine.values().next().value!;
+      const sink = first.sink;
       const over = sink.backlog() > this.#slow.backlogBytes;
+      if (!over && mine.size === 1 && first.dropped === 0) {
+        const t = templateOf(first.agent);
+        if (t.count > 0) writeAll(sink, framesOf(t, first.req));
+        continue;
+      }
       const pieces = new Pieces();
       for (const obs of mine.values()) {
-        let t = templates.get(obs.agent);
-        if (t === undefined) templates.set(obs.agent, (t = buildTemplate(agents, bodies, obs.agent)));
+        const t = templateOf(obs.agent);
         if (t.count === 0) continue;
         if (over) {
           obs.dropped += t.count;
@@ -157,4 +169,11 @@ export class ObserverHub {
       else pieces.writeTo(sink);
     }
   }
+}
+
+/** One write, or one corked run of writes when the frames are several buffers. */
+function writeAll(sink: ObserverSink, out: readonly Uint8Array[]): void {
+  if (out.length === 1) sink.write(out[0]!);
+  else if (sink.writeChunks !== undefined) sink.writeChunks(out);
+  else for (const c of out) sink.write(c);
 }

@@ -70,12 +70,13 @@ export class JobRunner {
   readonly #writer: TurnWriter | null;
   /** Open jobs per connection, so a disconnect cancels them without a scan. */
   readonly #jobsByConn = new Map<number, Set<Job>>();
+  #openJobs = 0;
   agents: Record<string, AgentConfig>;
 
   constructor(opts: JobRunnerOptions) {
     this.#o = opts;
     this.agents = opts.agents;
-    this.#writer = opts.store === null ? null : new TurnWriter(opts.store);
+    this.#writer = opts.store === null ? null : new TurnWriter(opts.store, () => this.#openJobs);
   }
 
   /** Queues a job in its conversation's FIFO; it runs when every job before it has ended. */
@@ -123,13 +124,14 @@ export class JobRunner {
   #track(job: Job): void {
     let set = this.#jobsByConn.get(job.req.conn);
     if (set === undefined) this.#jobsByConn.set(job.req.conn, (set = new Set()));
+    if (!set.has(job)) this.#openJobs++;
     set.add(job);
   }
 
   #untrack(job: Job): void {
     const set = this.#jobsByConn.get(job.req.conn);
     if (set === undefined) return;
-    set.delete(job);
+    if (set.delete(job)) this.#openJobs--;
     if (set.size === 0) this.#jobsByConn.delete(job.req.conn);
   }
 

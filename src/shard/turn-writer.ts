@@ -7,9 +7,10 @@
  * cost ~50 µs each, sixty-four ~33 µs. A database server gains more: one
  * round trip per batch instead of one per turn.
  *
- * How a backend commits lives behind `writeTurns` (SQLite: the batch goes to
- * the turn writer thread, which commits it in one transaction with what the
- * other shards sent meanwhile, see group-commit.ts). A store that bounds its
+ * How a backend commits lives behind `writeTurns` (SQLite: a batch the shard
+ * finished alone is committed on the shard's connection if the write lock is
+ * free; otherwise it goes to the turn writer thread, which commits it in one
+ * transaction with what the other shards sent meanwhile, see group-commit.ts). A store that bounds its
  * commits in flight (PostgreSQL: one) gets the turns that finished meanwhile
  * as one batch when its commit returns.
  */
@@ -29,8 +30,12 @@ export class TurnWriter {
   #inFlight = 0;
   readonly #flush = (): void => this.flush();
 
-  constructor(storage: ConversationStorage) {
+  /** The shard's jobs under way (running or queued), those of the batch included. */
+  readonly #openJobs: () => number;
+
+  constructor(storage: ConversationStorage, openJobs: () => number) {
     this.#storage = storage;
+    this.#openJobs = openJobs;
   }
 
   /** Resolves once the turn (and its outcome, if named) is committed and `conv.dbId` is set; rejects if its write failed. */
@@ -51,7 +56,8 @@ export class TurnWriter {
     this.#pending = [];
     this.#inFlight++;
     const began = callMeter.metrics ? performance.now() : 0;
-    const written = this.#storage.writeTurns(batch);
+    // Alone: no other turn of this shard's will finish soon enough to share a commit.
+    const written = this.#storage.writeTurns(batch, this.#openJobs() <= batch.length);
     if (began > 0) {
       const timed = (status: 'ok' | 'error') => (): void => callMeter.commitBatch(status, performance.now() - began, batch.length);
       written.then(timed('ok'), timed('error'));

@@ -13,6 +13,7 @@ import type { ConversationStorage, DaemonStorage } from './contract.ts';
 import { SqliteConversationStorage } from './sqlite/store.ts';
 import { SqliteDaemonStorage } from './sqlite/daemon-store.ts';
 import type { WriterClient } from '../threads/writer/writer-client.ts';
+import { writerFaultsInjected } from '../threads/writer/messages.ts';
 
 /** What ./pg-store exports. */
 export interface PgStoreModule {
@@ -41,7 +42,7 @@ export async function openConversationStorage(
 ): Promise<ConversationStorage> {
   if (store.kind === 'sqlite') {
     if (writer === null) throw new Error('a SQLite store needs the turn writer thread');
-    return new SqliteConversationStorage(openDatabase(store.path), lock, writer);
+    return new SqliteConversationStorage(openDatabase(store.path), lock, writer, !writerFaultsInjected());
   }
   return (await loadPgStore()).createPgConversationStorage(store.url, log, fences);
 }

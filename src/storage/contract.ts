@@ -94,9 +94,12 @@ export interface ConversationStorage {
    * Group commit: writes the turns in one transaction where it can, sets each
    * written conversation's `dbId`, and resolves once they are durable (a
    * turn's `end` waits for this). One failing turn does not sink the others:
-   * the result holds, per turn, its error or null.
+   * the result holds, per turn, its error or null. `alone`: the caller has
+   * nothing else under way (no other turn running or queued), so no turn of
+   * its would share the commit; a backend may then commit on the caller's
+   * thread rather than hand the batch on (SQLite, see sqlite/store.ts).
    */
-  writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]>;
+  writeTurns(turns: readonly TurnRecord[], alone?: boolean): Promise<(Error | null)[]>;
   /**
    * How many `writeTurns` may be under way at once; turns finishing meanwhile
    * wait and go together in the next. Absent: no bound (the store batches

@@ -37,9 +37,9 @@ export class InProcessWriter {
     return new WriterClient(port2);
   }
 
-  /** A shard's storage on its own connection, committing through this writer. */
-  shard(lockToken: number): SqliteConversationStorage {
-    return new SqliteConversationStorage(openDatabase(this.#path), new WriteLock(this.#lockBuffer, lockToken), this.client());
+  /** A shard's storage on its own connection, committing through this writer (and, with `commitHere`, itself while the lock is free). */
+  shard(lockToken: number, commitHere = false): SqliteConversationStorage {
+    return new SqliteConversationStorage(openDatabase(this.#path), new WriteLock(this.#lockBuffer, lockToken), this.client(), commitHere);
   }
 
   close(): void {

@@ -1,7 +1,8 @@
 /**
  * The turn writer's group commit (SQLite), in-process over real
- * MessageChannels: batches from several shards that arrive together are
- * committed in one transaction; one bad turn fails alone; a lost writer
+ * MessageChannels: a shard commits a batch it finished alone itself while
+ * the write lock is free and hands it to the writer otherwise; batches from several shards
+ * that reach the writer together are committed in one transaction; one bad turn fails alone; a lost writer
  * fails what waited on it (unless it was committed just before), and a new
  * port takes over.
  */
@@ -11,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { migrate, openDatabase } from '../../src/storage/sqlite/db.ts';
-import { createWriteLockBuffer, ownerToken, WRITER_TOKEN, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
+import { createWriteLockBuffer, ownerToken, STORAGE_POOL_TOKEN, WRITER_TOKEN, WriteLock } from '../../src/storage/sqlite/write-lock.ts';
 import { ConversationStore, DIRECT_COMMIT_CHARS, SqliteConversationStorage } from '../../src/storage/sqlite/store.ts';
 import { WriterClient } from '../../src/threads/writer/writer-client.ts';
 import type { CommitRequest } from '../../src/threads/writer/messages.ts';
@@ -76,6 +77,31 @@ describe('group commit across shards', () => {
     expect(await contents(s, 'big')).toEqual([big, 'small', 'next']);
   });
 
+  it('a batch finished alone is committed by the shard while the lock is free, and handed to the writer otherwise', async () => {
+    const { lock, writer } = setup();
+    const s = writer.shard(ownerToken(0), true);
+    closers.push(() => s.close());
+    const ref = conv('here');
+    const before = writer.committer.commits;
+    expect(await s.writeTurns([{ conv: ref, messages: [{ role: 'user', content: 'one' }] }], true)).toEqual([null]);
+    expect(writer.committer.commits).toBe(before);
+    expect(ref.dbId).toBe((await s.load('a', 'here'))!.id);
+
+    // Another thread (here a storage thread's token) holds the lock: the batch must not wait for it.
+    const other = new WriteLock(lock, STORAGE_POOL_TOKEN);
+    other.acquire();
+    ref.stored = 1;
+    const handed = s.writeTurns([{ conv: ref, messages: [{ role: 'user', content: 'two' }] }], true);
+    other.release(); // before the writer takes the batch, or it would wait on this thread
+    expect(await handed).toEqual([null]);
+    expect(writer.committer.commits).toBe(before + 1);
+    // A batch not finished alone (the shard has more under way) goes to the writer though the lock is free.
+    ref.stored = 2;
+    expect(await s.writeTurns([{ conv: ref, messages: [{ role: 'user', content: 'three' }] }], false)).toEqual([null]);
+    expect(writer.committer.commits).toBe(before + 2);
+    expect(await contents(s, 'here')).toEqual(['one', 'two', 'three']);
+  });
+
   it('one bad turn fails alone: the other shards\' turns of the same commit are stored', async () => {
     const { shard } = setup();
     const [a, b] = [shard(0), shard(1)];
@@ -97,7 +123,7 @@ describe('group commit across shards', () => {
     const { port1: dying, port2 } = new MessageChannel();
     const got = new Promise<void>((resolve) => dying.once('message', () => resolve()));
     const client = new WriterClient(port2);
-    const s = new SqliteConversationStorage(openDatabase(path), new WriteLock(lock, ownerToken(0)), client);
+    const s = new SqliteConversationStorage(openDatabase(path), new WriteLock(lock, ownerToken(0)), client, false);
     closers.push(() => s.close());
     const x = conv('x');
     const pending = s.writeTurns([{ conv: x, messages: [{ role: 'user', content: 'lost' }] }]);
@@ -127,7 +153,7 @@ describe('group commit across shards', () => {
       expect(store.writeTurns(req.turns).every((r) => typeof r === 'number')).toBe(true);
       dying.close();
     });
-    const s = new SqliteConversationStorage(openDatabase(path), new WriteLock(lock, ownerToken(0)), new WriterClient(port2));
+    const s = new SqliteConversationStorage(openDatabase(path), new WriteLock(lock, ownerToken(0)), new WriterClient(port2), false);
     closers.push(() => s.close());
     const y = conv('y');
     expect(await s.writeTurns([{ conv: y, messages: [{ role: 'user', content: 'landed' }, { role: 'assistant', content: 'landed' }] }])).toEqual([null]);

@@ -11,7 +11,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { ResolvedConfig } from '../../shared/config.ts';
 import { Heartbeat } from '../../shared/threads/heartbeat.ts';
 import { WRITER_TOKEN, WriteLock } from '../../storage/sqlite/write-lock.ts';
-import type { FromWriter, ToWriter, WriterInit } from '../../threads/writer/messages.ts';
+import { WRITER_CRASH_TOKEN_ENV, WRITER_STALL_TOKEN_ENV, type FromWriter, type ToWriter, type WriterInit } from '../../threads/writer/messages.ts';
 import { ShardWatchdog } from './shard-watchdog.ts';
 import { workerScript } from './worker-script.ts';
 
@@ -141,10 +141,6 @@ export class WriterHost {
     await worker.terminate();
   }
 }
-
-/** Test-only: a turn whose content equals these crashes / freezes the turn writer thread (SQLite). */
-const WRITER_CRASH_TOKEN_ENV = 'AGENTD_TEST_WRITER_CRASH_TOKEN';
-const WRITER_STALL_TOKEN_ENV = 'AGENTD_TEST_WRITER_STALL_TOKEN';
 
 /** Starts the thread that commits every shard's turns (SQLite), once the store is prepared. */
 export function startWriter(config: ResolvedConfig, path: string, writeLock: SharedArrayBuffer, log: Logger): Promise<WriterHost> {

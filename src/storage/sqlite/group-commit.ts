@@ -1,7 +1,8 @@
 /**
  * Group commit for every shard (SQLite). The turn writer thread
- * (writer-thread.ts) holds the connection that commits turns (all but a
- * batch with a big message: store.ts, DIRECT_COMMIT_CHARS); each shard
+ * (writer-thread.ts) holds the connection that commits the turns shards
+ * finish under load (a shard commits itself a batch it finished alone while
+ * the lock is free, and a batch with a big message: store.ts); each shard
  * posts its batches to it on a MessagePort of its own. Batches that arrive
  * before the next check phase, from any number of shards, are committed in
  * ONE transaction under the write lock (ConversationStore.writeTurns: one bad

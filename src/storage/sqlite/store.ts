@@ -113,9 +113,26 @@ export class ConversationStore {
    * its own, so one bad turn cannot sink the others.
    */
   writeTurns(turns: readonly TurnRecord[]): (number | Error)[] {
+    this.#lock.acquire();
+    return this.#writeTurnsHeld(turns);
+  }
+
+  /** writeTurns if the write lock is free now; null, with nothing written, if another thread holds it. */
+  tryWriteTurns(turns: readonly TurnRecord[]): (number | Error)[] | null {
+    return this.#lock.tryAcquire() ? this.#writeTurnsHeld(turns) : null;
+  }
+
+  /** writeTurns with the lock taken by the caller; releases it. */
+  #writeTurnsHeld(turns: readonly TurnRecord[]): (number | Error)[] {
     try {
-      // IMMEDIATE takes SQLite's write lock at BEGIN; holding ours first means it is free.
-      this.#lock.with(() => this.#writeTurnsTx.immediate(turns))();
+      let keepIds: () => void;
+      try {
+        // IMMEDIATE takes SQLite's write lock at BEGIN; holding ours first means it is free.
+        keepIds = this.#writeTurnsTx.immediate(turns);
+      } finally {
+        this.#lock.release();
+      }
+      keepIds();
       return turns.map((t) => t.conv.dbId!);
     } catch (batchError) {
       if (turns.length === 1) return [batchError as Error];
@@ -207,20 +224,28 @@ const holdsBigMessage = (turns: readonly TurnRecord[]): boolean =>
 /**
  * The SQLite side of the storage contract, for one shard. Every call but
  * `writeTurns` runs at once on the shard's connection and returns a settled
- * promise; `writeTurns` goes to the writer thread, which commits it with
- * whatever the other shards sent meanwhile (a batch with a big message is
- * committed here, under the write lock: DIRECT_COMMIT_CHARS).
+ * promise. A batch the shard finished `alone` (nothing else of the shard's
+ * under way) is committed here, under the write lock, if the lock is free:
+ * a lone turn then wakes no other thread before its `end`. Any other batch,
+ * or one that finds the lock held, goes to the writer thread, which commits
+ * it with whatever the other shards sent meanwhile: under load the commits
+ * stay grouped, on the one connection whose page cache no other writer
+ * invalidates. A batch with a big message is always committed here, waiting
+ * for the lock if it must (DIRECT_COMMIT_CHARS).
  */
 export class SqliteConversationStorage implements ConversationStorage {
   readonly #store: ConversationStore;
   readonly #db: Db;
   readonly #commits: TurnCommits;
+  readonly #commitHere: boolean;
   readonly #waiting: SqliteWaitingRuns;
 
-  constructor(db: Db, lock: WriteLock, commits: TurnCommits) {
+  /** `commitHere` false: every small batch goes to the writer (its fault-injection tests need the turns there). */
+  constructor(db: Db, lock: WriteLock, commits: TurnCommits, commitHere = true) {
     this.#db = db;
     this.#store = new ConversationStore(db, lock);
     this.#commits = commits;
+    this.#commitHere = commitHere;
     this.#waiting = new SqliteWaitingRuns(db, lock);
   }
 
@@ -269,8 +294,10 @@ export class SqliteConversationStorage implements ConversationStorage {
     return settled(() => void this.#db.close());
   }
 
-  async writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
+  async writeTurns(turns: readonly TurnRecord[], alone = false): Promise<(Error | null)[]> {
     if (holdsBigMessage(turns)) return this.#store.writeTurns(turns).map((r) => (r instanceof Error ? r : null));
+    const here = this.#commitHere && alone ? this.#store.tryWriteTurns(turns) : null;
+    if (here !== null) return here.map((r) => (r instanceof Error ? r : null));
     // Only what a commit needs crosses to the writer (a shard's conversation object holds its whole history).
     const sent = turns.map(({ conv, messages, outcome }): TurnRecord => ({
       conv: { dbId: conv.dbId, agent: conv.agent, sender: conv.sender, title: conv.title, stored: conv.stored },

@@ -7,9 +7,11 @@
  * SharedArrayBuffer, around each write transaction instead: a waiter parks
  * in Atomics.wait and is woken the moment the holder releases, so a
  * collision costs microseconds. Turn commits, the bulk of the writes, come
- * from one thread (the turn writer, storage/sqlite/group-commit.ts); the rest are
- * the storage threads' upkeep and indexing and the shards' rare writes
- * (summaries, deletes, stalled turns).
+ * from the turn writer (storage/sqlite/group-commit.ts) and from shards
+ * committing a lone turn, which only try the lock (tryAcquire) and hand the
+ * turn to the writer rather than wait; the rest are the storage threads'
+ * upkeep and indexing and the shards' rare writes (summaries, deletes,
+ * stalled turns).
  *
  * The word holds the owner's token (shard index + 1, or one of the tokens
  * below). If a shard or the writer dies while holding it, main releases it
@@ -48,6 +50,11 @@ export class WriteLock {
       if (seen === FREE) return;
       Atomics.wait(this.#word, 0, seen, WAIT_SLICE_MS);
     }
+  }
+
+  /** Takes the lock if it is free, without waiting; whether it was taken. */
+  tryAcquire(): boolean {
+    return Atomics.compareExchange(this.#word, 0, FREE, this.#token) === FREE;
   }
 
   release(): void {

@@ -1,23 +1,29 @@
 /**
  * What the metrics (and the traces) cost a turn: the same stored one-word
- * echo turns (8 connections × 8 in flight) on fresh daemons with both off,
- * the metrics on, and the traces on (exporting to a local sink), in
- * alternating rounds, reporting each one's CPU per turn (all threads,
- * /proc, over the measured window) and the ratio on/off. An echo turn is the
- * cheapest there is, so this is the metrics' largest share of a turn; a turn
- * calling a real model costs the same counting and far more CPU besides.
- * Once a round, the "on" daemon is scraped after its window, to check it
- * counted the turns it ran.
+ * echo turns (8 connections × 8 in flight) on three daemons started side by
+ * side, with both off, the metrics on, and the traces on (exporting to a
+ * local sink). All three stay up for the whole run and are driven one at a
+ * time in many short windows, the order rotating each round, so drift in
+ * the machine's load falls on every arm alike. Each window reports the
+ * daemon's CPU per turn (all threads, the scheduler's count in /proc); each
+ * arm's cost is the median, over rounds, of its CPU per turn divided by the
+ * "off" daemon's in the same round, which cancels load that changes slower
+ * than a round. On a crowded machine the middle half of those ratios is
+ * wide: read the cost against it. An echo turn
+ * is the cheapest there is, so this is the metrics' largest share of a turn;
+ * a turn calling a real model costs the same counting and far more CPU
+ * besides. At the end the "on" daemon is scraped, to check it counted every
+ * turn it ran.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import { frameClient } from '../lib/clients.ts';
+import { frameClient, type BenchClient } from '../lib/clients.ts';
 import { turnBody, type BenchContext } from '../lib/context.ts';
 import { median, processCpuSeconds, spread, throughputDetail } from '../lib/load.ts';
-import { startAgentd } from '../lib/processes.ts';
+import { startAgentd, type Proc } from '../lib/processes.ts';
 import { Report } from '../lib/report.ts';
 import { Registry } from 'prom-client';
 import { CallMeter } from '../../src/shard/call-meter.ts';
@@ -51,22 +57,51 @@ interface Sample {
   rate: number;
 }
 
+/**
+ * CPU seconds a process's threads have run so far: the scheduler's own
+ * nanosecond count per thread (/proc/PID/task/TID/sched), where /proc/PID/stat
+ * counts in 10 ms ticks, too coarse for windows this short. Falls back to
+ * /proc/PID/stat where the kernel keeps no per-thread account.
+ */
+function threadsCpuSeconds(pid: number): number {
+  try {
+    let ms = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const m = /se\.sum_exec_runtime\s*:\s*([\d.]+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/sched`, 'utf8'));
+      if (m === null) return processCpuSeconds(pid);
+      ms += Number(m[1]);
+    }
+    return ms / 1000;
+  } catch {
+    return processCpuSeconds(pid);
+  }
+}
+
+/** A daemon kept up for the whole run, with its clients connected. */
+interface Live {
+  arm: Arm;
+  daemon: Proc;
+  clients: BenchClient[];
+  /** Turns completed in its measured windows. */
+  measured: number;
+}
+
+async function startArm(ctx: BenchContext, arm: Arm): Promise<Live> {
+  const daemon = await startAgentd(ctx.workers, { assistant: { model: 'echo' } }, arm.config);
+  const clients = await Promise.all(Array.from({ length: CONNS }, (_, i) => frameClient(daemon.unix, turnBody(`mc${i}`))));
+  return { arm, daemon, clients, measured: 0 };
+}
+
+/** One measured window on `live` after `warmupMs` of the same load (to fill its pipelines again). */
+async function measure(live: Live, ms: number, warmupMs: number): Promise<Sample> {
+  const r = await throughputDetail(live.clients, INFLIGHT, ms, warmupMs, () => threadsCpuSeconds(live.daemon.proc.pid!));
+  live.measured += r.window.count;
+  return { cpuUs: (r.window.probe * 1e6) / r.window.count, rate: r.rate };
+}
+
 /** The number after `name` in a scrape (summed over its label sets). */
 function total(text: string, name: string): number {
   return text.split('\n').filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-}
-
-async function drive(ctx: BenchContext, arm: Arm): Promise<Sample> {
-  const d = await startAgentd(ctx.workers, { assistant: { model: 'echo' } }, arm.config);
-  try {
-    const cs = await Promise.all(Array.from({ length: CONNS }, (_, i) => frameClient(d.unix, turnBody(`mc${i}`))));
-    const r = await throughputDetail(cs, INFLIGHT, ctx.sizes.rateMs, ctx.sizes.warmupMs, () => processCpuSeconds(d.proc.pid!));
-    for (const c of cs) c.close();
-    if (arm.config.metrics !== undefined) await checkCounted(d.unix, r.window.count);
-    return { cpuUs: (r.window.probe * 1e6) / r.window.count, rate: r.rate };
-  } finally {
-    await d.stop();
-  }
 }
 
 /** The scrape must show at least the window's turns counted, model calls and commits among them. */
@@ -89,27 +124,60 @@ export async function run(ctx: BenchContext): Promise<void> {
 }
 
 async function measureArms(ctx: BenchContext, ARMS: Arm[]): Promise<void> {
+  // Many short windows beat a few long ones on a loaded machine: the paired ratios need rounds, not length.
+  const rounds = ctx.report.rounds * 8;
+  const windowMs = ctx.sizes.rateMs / 2;
+  const rewarmMs = ctx.sizes.warmupMs / 2;
   const samples = new Map<string, Sample[]>(ARMS.map((a) => [a.name, []]));
-  for (let round = 0; round < ctx.report.rounds; round++) {
-    // Rotate which goes first, so drift in the machine's load falls on every arm.
-    const order = ARMS.map((_, i) => ARMS[(i + round) % ARMS.length]!);
-    for (const arm of order) samples.get(arm.name)!.push(await drive(ctx, arm));
-    Report.progress(`metrics: round ${round + 1}/${ctx.report.rounds}`);
+  const live: Live[] = [];
+  try {
+    for (const arm of ARMS) live.push(await startArm(ctx, arm));
+    // Compile and fill caches before anything counts.
+    for (const l of live) await measure(l, ctx.sizes.warmupMs, ctx.sizes.warmupMs);
+    for (const l of live) l.measured = 0;
+    for (let round = 0; round < rounds; round++) {
+      // One daemon driven at a time, the order rotating, so drift in the machine's load falls on every arm.
+      for (let i = 0; i < live.length; i++) {
+        const l = live[(i + round) % live.length]!;
+        samples.get(l.arm.name)!.push(await measure(l, windowMs, rewarmMs));
+      }
+      Report.progress(`metrics: round ${round + 1}/${rounds}`);
+    }
+    for (const l of live) if (l.arm.config.metrics !== undefined) await checkCounted(l.daemon.unix, l.measured);
+  } finally {
+    for (const l of live) {
+      for (const c of l.clients) c.close();
+      await l.daemon.stop();
+    }
   }
+  report(ctx, ARMS, samples, rounds);
+}
+
+/** Each arm's CPU per turn over the "off" daemon's in the same round: the median and quartiles of those ratios. */
+function pairedRatios(xs: Sample[], off: Sample[]): { median: number; low: number; high: number } {
+  const r = xs.map((s, i) => s.cpuUs / off[i]!.cpuUs).sort((a, b) => a - b);
+  const at = (q: number): number => r[Math.min(r.length - 1, Math.round(q * (r.length - 1)))]!;
+  return { median: median(r), low: at(0.25), high: at(0.75) };
+}
+
+function report(ctx: BenchContext, ARMS: Arm[], samples: Map<string, Sample[]>, rounds: number): void {
   const off = samples.get('off')!;
   const offCpu = median(off.map((s) => s.cpuUs));
   const lines = [
-    `Stored one-word echo turns, ${CONNS} connections × ${INFLIGHT} in flight, ${ctx.workers} workers, medians of ${ctx.report.rounds} rounds (rotating order), ${new Date().toISOString()}; load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores at the end`,
+    `Stored one-word echo turns, ${CONNS} connections × ${INFLIGHT} in flight, ${ctx.workers} workers, three daemons up side by side, driven in turn: ${rounds} rounds of ${ctx.sizes.rateMs / 2} ms windows, rotating order, ${new Date().toISOString()}; load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores at the end`,
     '',
-    '| daemon | CPU µs per turn (all threads) | spread | vs off | turns/s |',
-    '|---|---|---|---|---|',
+    '| daemon | CPU µs per turn (all threads, median) | spread | vs off (median of paired rounds) | middle half of paired rounds | turns/s |',
+    '|---|---|---|---|---|---|',
   ];
   for (const arm of ARMS) {
     const xs = samples.get(arm.name)!;
     const cpu = median(xs.map((s) => s.cpuUs));
     const rate = median(xs.map((s) => s.rate));
-    ctx.report.add({ suite: 'metrics', name: `CPU per turn, ${arm.name}`, unit: 'us/turn', value: cpu, anchor: arm.name === 'off' ? '' : 'off', anchor_value: arm.name === 'off' ? null : offCpu, spread: spread(xs.map((s) => s.cpuUs)) });
-    lines.push(`| ${arm.name} | ${cpu.toFixed(1)} | ${(spread(xs.map((s) => s.cpuUs)) * 100).toFixed(1)}% | ${arm.name === 'off' ? '' : `${((cpu / offCpu - 1) * 100).toFixed(1)}%`} | ${rate.toFixed(0)} |`);
+    const paired = pairedRatios(xs, off);
+    const pct = (r: number): string => `${((r - 1) * 100).toFixed(1)}%`;
+    ctx.report.add({ suite: 'metrics', name: `CPU per turn, ${arm.name}`, unit: 'us/turn', value: cpu, anchor: arm.name === 'off' ? '' : 'off (paired rounds)', anchor_value: arm.name === 'off' ? null : cpu / paired.median, spread: spread(xs.map((s) => s.cpuUs)) });
+    const isOff = arm.name === 'off';
+    lines.push(`| ${arm.name} | ${cpu.toFixed(1)} | ${(spread(xs.map((s) => s.cpuUs)) * 100).toFixed(1)}% | ${isOff ? '' : pct(paired.median)} | ${isOff ? '' : `${pct(paired.low)} to ${pct(paired.high)}`} | ${rate.toFixed(0)} |`);
   }
   const book = bookkeepingUs();
   ctx.report.add({ suite: 'metrics', name: 'metrics bookkeeping per turn (in-process: shard tallies + main turn meter)', unit: 'us/turn', value: book, anchor: 'off CPU per turn', anchor_value: offCpu, spread: 0 });

@@ -14,6 +14,9 @@
 import { Tallies, SIZE_BUCKETS, bucketOf, type CallStatus, type Tally } from '../shared/threads/call-tally.ts';
 import type { CallRecord } from '../shared/threads/shard-messages.ts';
 
+/** This thread's performance.timeOrigin, read once: its getter validates its receiver on every read. */
+const TIME_ORIGIN = performance.timeOrigin;
+
 export class CallMeter {
   /** Metrics or traces are on: recording sites test this first. */
   on = false;
@@ -28,7 +31,7 @@ export class CallMeter {
 
   /** Epoch milliseconds now, to the microsecond (spans need wall-clock times). */
   static now(): number {
-    return performance.timeOrigin + performance.now();
+    return TIME_ORIGIN + performance.now();
   }
 
   observe(what: { metrics: boolean; spans: boolean }): void {

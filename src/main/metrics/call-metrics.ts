@@ -7,46 +7,7 @@
  */
 import { Counter, type Registry } from 'prom-client';
 import { SECONDS_BUCKETS, SIZE_BUCKETS, Tallies, type Tally } from '../../shared/threads/call-tally.ts';
-
-interface Series {
-  labels: Record<string, string>;
-  buckets: Float64Array;
-  sum: number;
-  count: number;
-}
-
-/**
- * A histogram whose cells are kept elsewhere and read when scraped: the
- * shape prom-client's registry renders (it takes any object with `get`).
- */
-function pulledHistogram(registry: Registry, name: string, help: string, bounds: readonly number[], read: () => Iterable<Series>): void {
-  registry.registerMetric({
-    name,
-    get: async () => {
-      const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
-      const merged = new Map<string, Series>();
-      for (const s of read()) {
-        const key = JSON.stringify(s.labels);
-        const m = merged.get(key) ?? { labels: s.labels, buckets: new Float64Array(bounds.length + 1), sum: 0, count: 0 };
-        s.buckets.forEach((v, i) => (m.buckets[i]! += v));
-        m.sum += s.sum;
-        m.count += s.count;
-        merged.set(key, m);
-      }
-      for (const s of merged.values()) {
-        let cumulative = 0;
-        bounds.forEach((le, i) => {
-          cumulative += s.buckets[i]!;
-          values.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le }, value: cumulative });
-        });
-        values.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: s.count });
-        values.push({ metricName: `${name}_sum`, labels: s.labels, value: s.sum });
-        values.push({ metricName: `${name}_count`, labels: s.labels, value: s.count });
-      }
-      return { name, help, type: 'histogram', values, aggregator: 'sum' };
-    },
-  } as unknown as Parameters<Registry['registerMetric']>[0]);
-}
+import { pulledHistogram, type Series } from './pulled-histogram.ts';
 
 export class CallMetrics {
   readonly #totals = new Tallies();

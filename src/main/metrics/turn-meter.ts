@@ -1,12 +1,13 @@
 /**
  * Turn metrics, counted on main as turns end (the ledger tells it): per
  * agent and outcome, and two latency histograms. A turn's end costs a map
- * lookup and a few additions here; prom-client's label handling runs only
- * when the metrics are scraped.
+ * lookup, two bucket searches and a few additions here; prom-client's label
+ * handling runs only when the metrics are scraped.
  */
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 import { TURN_OUTCOMES } from '../../shared/threads/shard-messages.ts';
 import type { OpenTurn, TurnMeterSink } from '../turn-ledger.ts';
+import { HistogramCells, pulledHistogram } from './pulled-histogram.ts';
 
 /** Seconds: from a fraction of a millisecond (echo) to minutes (a model calling tools). */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -14,8 +15,8 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 export class TurnMeter implements TurnMeterSink {
   /** Ended turns per agent, one cell per outcome. */
   readonly #ended = new Map<string, Float64Array>();
-  readonly #toStart: Histogram;
-  readonly #toEnd: Histogram;
+  readonly #toStart = new HistogramCells(LATENCY_BUCKETS);
+  readonly #toEnd = new HistogramCells(LATENCY_BUCKETS);
 
   constructor(registry: Registry) {
     const ended = this.#ended;
@@ -29,18 +30,10 @@ export class TurnMeter implements TurnMeterSink {
         for (const [agent, counts] of ended) counts.forEach((n, i) => n > 0 && this.inc({ agent, outcome: TURN_OUTCOMES[i]! }, n));
       },
     });
-    this.#toStart = new Histogram({
-      name: 'agentd_turn_start_seconds',
-      help: 'From a turn reaching main to its start on its shard (its first frame): routing and waiting behind the conversation\'s earlier turns',
-      buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    });
-    this.#toEnd = new Histogram({
-      name: 'agentd_turn_duration_seconds',
-      help: 'From a turn reaching main to its last frame',
-      buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    });
+    const toStart = this.#toStart;
+    const toEnd = this.#toEnd;
+    pulledHistogram(registry, 'agentd_turn_start_seconds', 'From a turn reaching main to its start on its shard (its first frame): routing and waiting behind the conversation\'s earlier turns', LATENCY_BUCKETS, () => [toStart]);
+    pulledHistogram(registry, 'agentd_turn_duration_seconds', 'From a turn reaching main to its last frame', LATENCY_BUCKETS, () => [toEnd]);
   }
 
   turnEnded(t: OpenTurn, outcome: number): void {

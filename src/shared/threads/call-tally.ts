@@ -58,6 +58,12 @@ function fresh(kind: TallyKind, via: string, name: string, status: CallStatus): 
 /** Tallies by kind, via, name and status. */
 export class Tallies {
   readonly #byKey = new Map<string, Tally>();
+  /**
+   * The tally each kind used last: a shard's calls mostly repeat (one model,
+   * one status), and comparing four strings is far cheaper than building and
+   * hashing a key on every call.
+   */
+  readonly #last = new Map<TallyKind, Tally>();
 
   get size(): number {
     return this.#byKey.size;
@@ -65,9 +71,12 @@ export class Tallies {
 
   /** The tally of one kind of call, made on first use. */
   get(kind: TallyKind, via: string, name: string, status: CallStatus): Tally {
+    const last = this.#last.get(kind);
+    if (last !== undefined && last.via === via && last.name === name && last.status === status) return last;
     const key = `${kind}\u0000${via}\u0000${name}\u0000${status}`;
     let t = this.#byKey.get(key);
     if (t === undefined) this.#byKey.set(key, (t = fresh(kind, via, name, status)));
+    this.#last.set(kind, t);
     return t;
   }
 
@@ -101,6 +110,7 @@ export class Tallies {
   take(): Tally[] {
     const out = [...this.#byKey.values()];
     this.#byKey.clear();
+    this.#last.clear();
     return out;
   }
 }

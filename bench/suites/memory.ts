@@ -1,6 +1,12 @@
 /**
  * Memory: the daemon's resident set holding 0, 10,000 and 100,000 idle
  * conversations of one short turn each, and the bytes each conversation costs.
+ *
+ * The daemon first serves ephemeral turns of the same shape, which leave no
+ * conversation behind: the first traffic grows each thread's young
+ * generation, compiled code and allocator arenas once, whatever the number
+ * of conversations, and a baseline taken cold would charge that to the
+ * conversations made after it (most of all at the smaller count).
  */
 import { frameClient } from '../lib/clients.ts';
 import type { BenchContext } from '../lib/context.ts';
@@ -10,10 +16,16 @@ import { Report } from '../lib/report.ts';
 
 export async function run(ctx: BenchContext): Promise<void> {
   const targets = ctx.quick ? [0, 5_000, 20_000] : [0, 10_000, 100_000];
+  const warmup = ctx.quick ? 5_000 : 10_000;
   const d = await startAgentd(ctx.workers, { assistant: { model: 'echo' } }, { memory_conversations: 1_000_000 });
   try {
     // Each call() makes one new conversation: senders are distinct per client and request.
     const clients = await Promise.all(Array.from({ length: 16 }, (_, k) => frameClient(d.unix, (i) => ({ send: { agent: 'assistant', content: 'hi', sender: `m-${k}-${i}` } }))));
+    const warmers = await Promise.all(Array.from({ length: 16 }, (_, k) => frameClient(d.unix, (i) => ({ send: { agent: 'assistant', content: 'hi', sender: `w-${k}-${i}`, ephemeral: true } }))));
+    await Promise.all(warmers.map(async (c) => {
+      for (let i = 0; i < warmup / warmers.length; i++) await c.call();
+    }));
+    for (const c of warmers) c.close();
     let made = 0;
     let base = 0;
     for (const n of targets) {

@@ -144,7 +144,7 @@ export class ConversationTable {
         alive_secs: Math.floor((now - c.createdAt) / 1000),
         title: c.title,
         running: c.running !== null,
-        queued: c.queue.size,
+        queued: c.queued,
         memory_bytes: c.bytes,
       });
     }

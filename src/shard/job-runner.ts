@@ -82,14 +82,14 @@ export class JobRunner {
   /** Queues a job in its conversation's FIFO; it runs when every job before it has ended. */
   enqueue(job: Job): void {
     this.#track(job);
-    job.conv.queue.push(job);
+    job.conv.enqueue(job);
     this.#pump(job.conv);
   }
 
   /** Cancels the running job and every queued one. */
   cancelConversation(conv: Conversation, reason: string): void {
     conv.running?.cancel.cancel(reason);
-    for (const job of conv.queue.drain()) this.#cancelQueued(job, reason);
+    for (const job of conv.drainQueue()) this.#cancelQueued(job, reason);
   }
 
   /**
@@ -106,7 +106,7 @@ export class JobRunner {
       else convs.add(job.conv);
     }
     for (const conv of convs) {
-      for (const job of conv.queue.removeWhere((j) => j.req.conn === conn && !this.#outlivesConnection(j))) this.#cancelQueued(job, reason);
+      for (const job of conv.removeQueued((j) => j.req.conn === conn && !this.#outlivesConnection(j))) this.#cancelQueued(job, reason);
     }
   }
 
@@ -137,7 +137,7 @@ export class JobRunner {
 
   #pump(conv: Conversation): void {
     if (conv.running !== null) return;
-    const next = conv.queue.shift();
+    const next = conv.takeNext();
     if (next === undefined) return;
     conv.running = next;
     const done = next.kind === 'turn' ? this.#runTurn(next) : this.#runCompact(next);

@@ -41,7 +41,7 @@ describe('JobRunner', () => {
     const conv = new Conversation('a', 's');
     runner.enqueue(turn(conv, 1, 1, 'one two'));
     runner.enqueue(turn(conv, 1, 2, 'three'));
-    expect(conv.queue.size).toBe(1);
+    expect(conv.queued).toBe(1);
     await settled(conv);
     const order = out.frames.filter((f) => ['start', 'end'].includes(Object.keys(f.value.stream)[0]!)).map((f) => `${Object.keys(f.value.stream)[0]} ${f.req}`);
     expect(order).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);

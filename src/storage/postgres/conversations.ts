@@ -9,7 +9,7 @@ import type { StalledTurn } from '../../shared/threads/shard-messages.ts';
 import type { Message } from '../../models/types.ts';
 import { fenceFor, type FenceSource } from '../../shared/partitions.ts';
 import { checkFence } from './fences.ts';
-import { inTransaction, type PoolClient } from './pool.ts';
+import { inTransaction, SHARD_COMMITS_IN_FLIGHT, type PoolClient } from './pool.ts';
 import { indexedWords } from './search-text.ts';
 import { appendTurn, writeTurnGroup } from './turns.ts';
 import { stalledRecord, toMessage, toOutcome, toStoredConversation, type ConversationRow, type MessageRow, type OutcomeRow } from '../stored-rows.ts';
@@ -83,11 +83,15 @@ export class PgConversationStorage implements ConversationStorage {
   }
 
   /**
-   * One group commit at a time, keeping the pool's other connection for
-   * loads: each commit then carries every turn that finished during the one
-   * before, instead of many small transactions queueing for connections.
+   * Two group commits at a time, on two of the pool's connections, keeping
+   * the third for loads (SHARD_POOL_CONNECTIONS). With one, a commit that
+   * left carrying the few turns finished just after the previous one came
+   * back held every turn finishing behind it for its whole round trip, and
+   * under load the shard idled through both; a second commit takes those at
+   * once. More than two split the turns into small commits, each paying the
+   * server's per-statement and fsync cost.
    */
-  readonly commitsInFlight = 1;
+  readonly commitsInFlight = SHARD_COMMITS_IN_FLIGHT;
 
   writeTurns(turns: readonly TurnRecord[]): Promise<(Error | null)[]> {
     return writeTurnGroup(this.#pool, turns, this.#fences);

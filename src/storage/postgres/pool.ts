@@ -9,8 +9,14 @@ import { describeStore } from '../../shared/store-location.ts';
 
 export type { PoolClient } from 'pg';
 
-/** Connections per pool: a shard writes one group commit at a time, and reads beside it. */
+/** Connections per pool of a storage thread. */
 export const POOL_CONNECTIONS = 2;
+
+/** Group commits a shard keeps under way at once (conversations.ts says why two). */
+export const SHARD_COMMITS_IN_FLIGHT = 2;
+
+/** Connections per pool of a shard: one per commit in flight, and one for loads beside them. */
+export const SHARD_POOL_CONNECTIONS = SHARD_COMMITS_IN_FLIGHT + 1;
 
 /** How long taking a new connection may wait for the server. */
 const CONNECT_TIMEOUT_MS = 10_000;

@@ -115,21 +115,36 @@ function fenceValues(fences: readonly Fence[]): unknown[] {
   return [distinct.map((f) => f.partition), distinct.map((f) => f.token)];
 }
 
+type BatchRow = { n: number; id: number };
+
+const WRITE_BATCH_QUERY = (values: unknown[]): pg.QueryConfig => ({ name: 'agentd_write_batch', text: WRITE_BATCH, values });
+
 /**
- * BEGIN, the fence check, the batch and COMMIT in one flight (the pool's
- * connections pipeline). Throws when the transaction did not commit: a
- * failed statement makes the server answer COMMIT with ROLLBACK, and the
- * first failure is the one that says why (a fence check's, before the
- * batch's "transaction is aborted").
+ * The batch alone, as a transaction of its own: the server commits a lone
+ * statement when it ends, and answers (ReadyForQuery, where the query
+ * resolves) only after that commit, so a resolved query is a durable batch.
+ * One message and one answer: under load each extra statement of BEGIN and
+ * COMMIT was another wait for the server and for the shard's event loop.
  */
-async function inOneFlight(pool: pg.Pool, fenceCheck: unknown[] | null, values: unknown[]): Promise<{ n: number; id: number }[]> {
+async function alone(pool: pg.Pool, values: unknown[]): Promise<BatchRow[]> {
+  return (await pool.query<BatchRow>(WRITE_BATCH_QUERY(values))).rows;
+}
+
+/**
+ * Cluster mode: BEGIN, the fence check, the batch and COMMIT in one flight
+ * (the pool's connections pipeline). Throws when the transaction did not
+ * commit: a failed statement makes the server answer COMMIT with ROLLBACK,
+ * and the first failure is the one that says why (a fence check's, before
+ * the batch's "transaction is aborted").
+ */
+async function fenced(pool: pg.Pool, fenceCheck: unknown[], values: unknown[]): Promise<BatchRow[]> {
   const client = await pool.connect();
   let healthy = false;
   try {
     const settled = await Promise.allSettled([
       client.query('BEGIN'),
-      ...(fenceCheck === null ? [] : [client.query({ name: 'agentd_check_fences', text: CHECK_FENCES, values: fenceCheck })]),
-      client.query<{ n: number; id: number }>({ name: 'agentd_write_batch', text: WRITE_BATCH, values }),
+      client.query({ name: 'agentd_check_fences', text: CHECK_FENCES, values: fenceCheck }),
+      client.query<BatchRow>(WRITE_BATCH_QUERY(values)),
       client.query('COMMIT'),
     ]);
     const commit = settled.pop()!;
@@ -137,15 +152,15 @@ async function inOneFlight(pool: pg.Pool, fenceCheck: unknown[] | null, values: 
     healthy = true;
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed !== undefined || commit.value.command !== 'COMMIT') throw failed?.reason ?? new Error('the transaction was rolled back by the server');
-    return (settled.pop() as PromiseFulfilledResult<pg.QueryResult<{ n: number; id: number }>>).value.rows;
+    return (settled.pop() as PromiseFulfilledResult<pg.QueryResult<BatchRow>>).value.rows;
   } finally {
     client.release(!healthy);
   }
 }
 
 /**
- * Writes the turns in one transaction of a constant number of statements;
- * per turn, its conversation's row id or why it was not stored. A turn
+ * Writes the turns in one transaction: one statement (in cluster mode
+ * the fence check before it, between BEGIN and COMMIT); per turn, its conversation's row id or why it was not stored. A turn
  * refused before anything is sent (U+0000, a partition this node does not
  * serve) fails alone, as does a turn whose conversation was deleted
  * meanwhile; any other failure throws, with nothing of the batch stored.
@@ -164,7 +179,8 @@ export async function writeBatch(pool: pg.Pool, turns: readonly TurnRecord[], fe
     }
   });
   if (sent.length === 0) return out;
-  const rows = await inOneFlight(pool, fences === null ? null : fenceValues(held), batchValues(turns, sent, now()));
+  const values = batchValues(turns, sent, now());
+  const rows = fences === null ? await alone(pool, values) : await fenced(pool, fenceValues(held), values);
   const ids = new Map(rows.map((r) => [r.n, r.id]));
   for (const n of sent) out[n] = ids.get(n) ?? noLongerStored(turns[n]!.conv);
   return out;

@@ -10,9 +10,9 @@
  * How a backend commits lives behind `writeTurns` (SQLite: a batch the shard
  * finished alone is committed on the shard's connection if the write lock is
  * free; otherwise it goes to the turn writer thread, which commits it in one
- * transaction with what the other shards sent meanwhile, see group-commit.ts). A store that bounds its
- * commits in flight (PostgreSQL: one) gets the turns that finished meanwhile
- * as one batch when its commit returns.
+ * transaction with what the other shards sent meanwhile, see group-commit.ts).
+ * A store that bounds its commits in flight (PostgreSQL: two, pool.ts) gets
+ * the turns that finished meanwhile as one batch when a commit returns.
  */
 import type { Message } from '../models/types.ts';
 import { callMeter } from './call-meter.ts';

@@ -23,9 +23,9 @@ import { writeResultsMarkdown } from './lib/results-markdown.ts';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BenchContext, System } from './lib/context.ts';
-import { startAgentd, startFloor, startRedis } from './lib/processes.ts';
+import { runningProcesses, startAgentd, startFloor, startRedis, stopStartedSince } from './lib/processes.ts';
 import { Report } from './lib/report.ts';
-import { durationTable, roundsFor, sizesFor, suiteTime, type SuiteTime } from './lib/plan.ts';
+import { durationTable, roundsFor, sizesFor, SUITE_CAP_S, suiteTime, withinCap, type SuiteTime } from './lib/plan.ts';
 import * as latency from './suites/latency.ts';
 import * as throughput from './suites/throughput.ts';
 import * as storage from './suites/storage.ts';
@@ -95,6 +95,7 @@ const out = resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
 const machine = { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform, workers, quick, redis: redis !== null, date: new Date().toISOString() };
 const times: SuiteTime[] = [];
+const abandoned: string[] = [];
 const elapsedS = (): number => Math.round((Date.now() - started) / 1000);
 /** Written after every suite, so a run cut short keeps what it measured, and how long each suite took. */
 function writeResults(): string {
@@ -104,8 +105,8 @@ function writeResults(): string {
     suite_load_average: Object.fromEntries(times.map((t) => [t.suite, t.load])),
     suite_rounds: Object.fromEntries(times.map((t) => [t.suite, roundsFor(t.suite, quick)])),
   };
-  const suitesDone = times.map((t) => t.suite);
-  writeFileSync(join(out, 'latest.json'), `${JSON.stringify({ machine: { ...machine, ...timing }, suites_done: suitesDone, results: report.rows.map(({ spread: _s, ...r }) => r) }, null, 2)}\n`);
+  const suitesDone = times.map((t) => t.suite).filter((s) => !abandoned.includes(s));
+  writeFileSync(join(out, 'latest.json'), `${JSON.stringify({ machine: { ...machine, ...timing }, suites_done: suitesDone, suites_abandoned: abandoned, results: report.rows.map(({ spread: _s, ...r }) => r) }, null, 2)}\n`);
   return writeResultsMarkdown(out);
 }
 
@@ -114,13 +115,20 @@ try {
     if (chosen !== null && !chosen.has(name)) continue;
     const t0 = Date.now();
     report.rounds = roundsFor(name, quick);
-    await run(ctx);
+    const cap = quick ? SUITE_CAP_S.quick : SUITE_CAP_S.full;
+    const before = runningProcesses();
+    const finished = await withinCap(() => run(ctx), cap, () => {
+      const ended = stopStartedSince(before);
+      Report.progress(`${name}: still running after ${cap} s: abandoned (its rows so far kept, ${ended} of its processes ended)`);
+    });
+    if (!finished) abandoned.push(name);
     times.push(suiteTime(name, t0));
     writeResults();
-    Report.progress(`${name}: done in ${times.at(-1)!.seconds.toFixed(0)} s (${elapsedS()} s in all, load average ${times.at(-1)!.load}); results so far in ${join(out, 'latest.json')}`);
+    if (finished) Report.progress(`${name}: done in ${times.at(-1)!.seconds.toFixed(0)} s (${elapsedS()} s in all, load average ${times.at(-1)!.load}); results so far in ${join(out, 'latest.json')}`);
   }
 } finally {
   await Promise.all([agentd.stop(), floor.stop(), redis?.stop()]);
+  stopStartedSince(new Set()); // whatever an abandoned suite left running
 }
 
 process.stdout.write(`${report.table()}\n\nratio = agentd / anchor (lower is better for µs and bytes, higher for rates); spread = (max-min)/median of agentd over the suite's rounds (suite_rounds in latest.json)\n\n`);

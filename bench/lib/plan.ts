@@ -10,6 +10,31 @@ import type { BenchContext } from './context.ts';
 export const BUDGET_S = { full: 600, quick: 180 } as const;
 
 /**
+ * A suite still running after this long is abandoned: the processes it
+ * started are ended and the run goes on to the next suite. A cap for a
+ * suite that hangs (waiting for an event a loaded machine dropped, say),
+ * generous enough that a slow suite on a crowded machine still finishes.
+ */
+export const SUITE_CAP_S = { full: 600, quick: 300 } as const;
+
+/** Runs `suite`; resolves false when it outlived `capS` (it is then left to fail on its own, its processes ended). */
+export async function withinCap(suite: () => Promise<void>, capS: number, onOver: () => void): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const over = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), capS * 1000)));
+  const running = suite().then(() => true as const);
+  try {
+    const finished = await Promise.race([running, over]);
+    if (!finished) {
+      running.catch(() => undefined); // its clients fail once its processes end; that failure is expected now
+      onOver();
+    }
+    return finished;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * Rounds in a full run where 5 would cost too much: suites whose every round
  * starts fresh daemons or counts long windows. Their spreads stay within what
  * a median of 3 alternating rounds reads reliably; cheap suites keep 5.

@@ -8,9 +8,6 @@ import { residentBytes } from '../lib/load.ts';
 import { startAgentd } from '../lib/processes.ts';
 import { Report } from '../lib/report.ts';
 
-/** Turns in flight per connection while conversations are made: 64 in all, a few KB of transient buffers beside the 100k conversations' MiBs. */
-const INFLIGHT = 4;
-
 export async function run(ctx: BenchContext): Promise<void> {
   const targets = ctx.quick ? [0, 5_000, 20_000] : [0, 10_000, 100_000];
   const d = await startAgentd(ctx.workers, { assistant: { model: 'echo' } }, { memory_conversations: 1_000_000 });
@@ -21,9 +18,9 @@ export async function run(ctx: BenchContext): Promise<void> {
     let base = 0;
     for (const n of targets) {
       const per = Math.ceil((n - made) / clients.length);
-      await Promise.all(clients.flatMap((c) => Array.from({ length: INFLIGHT }, async (_, k) => {
-        for (let i = k; i < per; i += INFLIGHT) await c.call();
-      })));
+      await Promise.all(clients.map(async (c) => {
+        for (let i = 0; i < per; i++) await c.call();
+      }));
       made += per * clients.length;
       await new Promise((r) => setTimeout(r, 500)); // let the heap settle a little
       const rss = residentBytes(d.proc.pid!);

@@ -3,7 +3,10 @@
  * same run, round by round, and reported as a ratio: this machine is shared
  * and noisy, so only side-by-side figures mean anything.
  *
- *   npm run bench [-- --quick] [-- --suite NAME] [-- --workers N] [-- --baseline DIR]
+ *   npm run bench [-- --quick] [-- --suite NAME[,NAME…]] [-- --workers N] [-- --baseline DIR]
+ *
+ * A full run keeps to a time budget (bench/lib/plan.ts: rounds per suite,
+ * rate windows) and ends with each suite's duration and the total.
  *
  * --baseline DIR: a built checkout of another commit (`npm run build` there);
  * suites that compare before/after (turncost; scaling, for its stored echo
@@ -20,8 +23,9 @@ import { writeResultsMarkdown } from './lib/results-markdown.ts';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { BenchContext, System } from './lib/context.ts';
-import { startAgentd, startFloor, startRedis } from './lib/processes.ts';
+import { runningProcesses, startAgentd, startFloor, startRedis, stopStartedSince } from './lib/processes.ts';
 import { Report } from './lib/report.ts';
+import { durationTable, roundsFor, sizesFor, SUITE_CAP_S, suiteTime, withinCap, type SuiteTime } from './lib/plan.ts';
 import * as latency from './suites/latency.ts';
 import * as throughput from './suites/throughput.ts';
 import * as storage from './suites/storage.ts';
@@ -62,12 +66,15 @@ const SUITES: Record<string, (ctx: BenchContext) => Promise<void>> = {
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, suite: { type: 'string' }, workers: { type: 'string' }, baseline: { type: 'string' } } });
 const quick = values.quick === true;
-if (values.suite !== undefined && SUITES[values.suite] === undefined) {
-  console.error(`unknown suite "${values.suite}"; suites: ${Object.keys(SUITES).join(', ')}`);
+const chosen = values.suite === undefined ? null : new Set(values.suite.split(',').map((s) => s.trim()));
+const unknown = [...(chosen ?? [])].filter((s) => SUITES[s] === undefined);
+if (unknown.length > 0) {
+  console.error(`unknown suite${unknown.length > 1 ? 's' : ''} ${unknown.map((s) => `"${s}"`).join(', ')}; suites: ${Object.keys(SUITES).join(', ')}`);
   process.exit(2);
 }
 const workers = values.workers !== undefined ? Number(values.workers) : availableParallelism();
 const report = new Report(quick ? 3 : 5);
+const started = Date.now();
 
 Report.progress(`starting agentd (${workers} workers) and the floor server${quick ? ', quick mode' : ''}`);
 const agentd = await startAgentd(workers, { assistant: { model: 'echo' } });
@@ -81,31 +88,49 @@ const ctx: BenchContext = {
   workers,
   systems,
   ...(values.baseline !== undefined ? { baseline: resolve(values.baseline) } : {}),
-  sizes: quick ? { latencyN: 2_000, rateMs: 700, warmupMs: 200 } : { latencyN: 10_000, rateMs: 2_000, warmupMs: 500 },
+  sizes: sizesFor(quick),
 };
 
 const out = resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
 const machine = { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform, workers, quick, redis: redis !== null, date: new Date().toISOString() };
-/** Written after every suite, so a run cut short keeps what it measured. */
-function writeResults(done: string[]): string {
-  writeFileSync(join(out, 'latest.json'), `${JSON.stringify({ machine, suites_done: done, results: report.rows.map(({ spread: _s, ...r }) => r) }, null, 2)}\n`);
+const times: SuiteTime[] = [];
+const abandoned: string[] = [];
+const elapsedS = (): number => Math.round((Date.now() - started) / 1000);
+/** Written after every suite, so a run cut short keeps what it measured, and how long each suite took. */
+function writeResults(): string {
+  const timing = {
+    duration_s: elapsedS(),
+    suite_durations: Object.fromEntries(times.map((t) => [t.suite, t.seconds])),
+    suite_load_average: Object.fromEntries(times.map((t) => [t.suite, t.load])),
+    suite_rounds: Object.fromEntries(times.map((t) => [t.suite, roundsFor(t.suite, quick)])),
+  };
+  const suitesDone = times.map((t) => t.suite).filter((s) => !abandoned.includes(s));
+  writeFileSync(join(out, 'latest.json'), `${JSON.stringify({ machine: { ...machine, ...timing }, suites_done: suitesDone, suites_abandoned: abandoned, results: report.rows.map(({ spread: _s, ...r }) => r) }, null, 2)}\n`);
   return writeResultsMarkdown(out);
 }
 
-const done: string[] = [];
 try {
   for (const [name, run] of Object.entries(SUITES)) {
-    if (values.suite !== undefined && values.suite !== name) continue;
+    if (chosen !== null && !chosen.has(name)) continue;
     const t0 = Date.now();
-    await run(ctx);
-    done.push(name);
-    writeResults(done);
-    Report.progress(`${name}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s; results so far in ${join(out, 'latest.json')}`);
+    report.rounds = roundsFor(name, quick);
+    const cap = quick ? SUITE_CAP_S.quick : SUITE_CAP_S.full;
+    const before = runningProcesses();
+    const finished = await withinCap(() => run(ctx), cap, () => {
+      const ended = stopStartedSince(before);
+      Report.progress(`${name}: still running after ${cap} s: abandoned (its rows so far kept, ${ended} of its processes ended)`);
+    });
+    if (!finished) abandoned.push(name);
+    times.push(suiteTime(name, t0));
+    writeResults();
+    if (finished) Report.progress(`${name}: done in ${times.at(-1)!.seconds.toFixed(0)} s (${elapsedS()} s in all, load average ${times.at(-1)!.load}); results so far in ${join(out, 'latest.json')}`);
   }
 } finally {
   await Promise.all([agentd.stop(), floor.stop(), redis?.stop()]);
+  stopStartedSince(new Set()); // whatever an abandoned suite left running
 }
 
-process.stdout.write(`${report.table()}\n\nratio = agentd / anchor (lower is better for µs and bytes, higher for rates); spread = (max-min)/median of agentd over ${report.rounds} rounds\n`);
-Report.progress(`wrote ${join(out, 'latest.json')} and ${writeResults(done)}`);
+process.stdout.write(`${report.table()}\n\nratio = agentd / anchor (lower is better for µs and bytes, higher for rates); spread = (max-min)/median of agentd over the suite's rounds (suite_rounds in latest.json)\n\n`);
+process.stdout.write(`${durationTable(times, (Date.now() - started) / 1000, quick)}\n`);
+Report.progress(`wrote ${join(out, 'latest.json')} and ${writeResults()}`);

@@ -7,6 +7,27 @@ import { createServer } from 'node:net';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
+/** Every process a bench started and not yet seen exit, so a run can end them when a suite is abandoned. */
+const live = new Set<ChildProcess>();
+
+function track<P extends ChildProcess>(proc: P): P {
+  live.add(proc);
+  proc.once('exit', () => live.delete(proc));
+  return proc;
+}
+
+/** The processes running now. */
+export function runningProcesses(): Set<ChildProcess> {
+  return new Set(live);
+}
+
+/** Ends (SIGTERM) every process started since `before` and still running: those of a suite abandoned past its time cap. */
+export function stopStartedSince(before: Set<ChildProcess>): number {
+  const started = [...live].filter((p) => !before.has(p));
+  for (const proc of started) proc.kill('SIGTERM');
+  return started.length;
+}
+
 export interface Proc {
   unix: string;
   tcp: { host: string; port: number } | null;
@@ -80,9 +101,9 @@ export async function startAgentd(
   // The built daemon, as production runs it (`npm run bench` builds first).
   const nodeArgv = [...nodeArgs, join(root, 'dist/src/cli/agentd.js'), '--home', home, '--workers', String(workers), '--tcp', '127.0.0.1:0', '--tcp-insecure'];
   const options = { env: withoutMallocSettings(process.env), stdio: ['ignore', 'pipe', 'pipe'] } satisfies SpawnOptions;
-  const proc = malloc === 'glibc'
+  const proc = track(malloc === 'glibc'
     ? spawn(process.execPath, nodeArgv, options)
-    : spawn('sh', ['-c', '. "$0" && exec "$@"', join(ROOT, 'bin', 'malloc-defaults.sh'), process.execPath, ...nodeArgv], options);
+    : spawn('sh', ['-c', '. "$0" && exec "$@"', join(ROOT, 'bin', 'malloc-defaults.sh'), process.execPath, ...nodeArgv], options));
   const m = await waitForLine(proc, /tcp 127\.0\.0\.1:(\d+)/, 'agentd');
   return {
     unix: join(home, 'run', 'agentd.sock'),
@@ -95,14 +116,14 @@ export async function startAgentd(
 export async function startFloor(): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-floor-'));
   const unix = join(dir, 'floor.sock');
-  const proc = spawn(process.execPath, [join(ROOT, 'bench/floor-server.mjs'), unix], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = track(spawn(process.execPath, [join(ROOT, 'bench/floor-server.mjs'), unix], { stdio: ['ignore', 'pipe', 'pipe'] }));
   const m = await waitForLine(proc, /port (\d+)/, 'floor server');
   return { unix, tcp: { host: '127.0.0.1', port: Number(m[1]) }, proc, stop: stopper(proc, () => rmSync(dir, { recursive: true, force: true })) };
 }
 
 /** The HTTP floor (bench/http-floor.mjs): a minimal node:http server answering `{}`; its base URL. */
 export async function startHttpFloor(): Promise<{ base: string; proc: ChildProcess; stop: () => Promise<void> }> {
-  const proc = spawn(process.execPath, [join(ROOT, 'bench/http-floor.mjs')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = track(spawn(process.execPath, [join(ROOT, 'bench/http-floor.mjs')], { stdio: ['ignore', 'pipe', 'pipe'] }));
   const m = await waitForLine(proc, /port (\d+)/, 'HTTP floor server');
   return { base: `http://127.0.0.1:${m[1]}`, proc, stop: stopper(proc, () => {}) };
 }
@@ -122,9 +143,9 @@ export async function startRedis(): Promise<Proc | null> {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-redis-'));
   const unix = join(dir, 'redis.sock');
   const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--unixsocket', unix, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no', '--dir', dir], {
+  const proc = track(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--unixsocket', unix, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no', '--dir', dir], {
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   await waitForLine(proc, /Ready to accept connections/, 'redis-server');
   return { unix, tcp: { host: '127.0.0.1', port }, proc, stop: stopper(proc, () => rmSync(dir, { recursive: true, force: true })) };
 }
@@ -133,7 +154,7 @@ export async function startRedis(): Promise<Proc | null> {
 export async function startDesignFloor(workers: number, index: 'commit' | 'after'): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-design-floor-'));
   const unix = join(dir, 'floor.sock');
-  const proc = spawn(process.execPath, [join(ROOT, 'bench/design-floor/main.mjs'), unix, join(dir, 'floor.db'), String(workers), index], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = track(spawn(process.execPath, [join(ROOT, 'bench/design-floor/main.mjs'), unix, join(dir, 'floor.db'), String(workers), index], { stdio: ['ignore', 'pipe', 'pipe'] }));
   const m = await waitForLine(proc, /port (\d+)/, 'design floor');
   return { unix, tcp: { host: '127.0.0.1', port: Number(m[1]) }, proc, stop: stopper(proc, () => rmSync(dir, { recursive: true, force: true })) };
 }

@@ -23,7 +23,8 @@ export interface Row {
 
 export class Report {
   readonly rows: Row[] = [];
-  readonly rounds: number;
+  /** Set per suite by bench/run.ts (bench/lib/plan.ts). */
+  rounds: number;
 
   constructor(rounds: number) {
     this.rounds = rounds;

@@ -19,14 +19,31 @@ interface ResultRow {
 }
 
 interface Results {
-  machine: Record<string, string | number | boolean>;
+  /** Scalars about the machine and the run; suite_durations etc. map suite names to figures. */
+  machine: Record<string, string | number | boolean | Record<string, number>>;
   results: ResultRow[];
 }
 
 const fmt = (v: number | null): string => (v === null ? '' : Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1));
 
+/** Each suite's seconds, load average at its end and rounds, when the run recorded them. */
+function durations(machine: Results['machine']): string[] {
+  const seconds = machine.suite_durations;
+  if (typeof seconds !== 'object') return [];
+  const load = (machine.suite_load_average ?? {}) as Record<string, number>;
+  const rounds = (machine.suite_rounds ?? {}) as Record<string, number>;
+  return [
+    `Wall time: ${machine.duration_s ?? '?'} s in all (the budget is bench/lib/plan.ts's; a loaded machine stretches every suite). Per suite:`,
+    '',
+    '| suite | seconds | load average (1 min) at its end | rounds |',
+    '|---|---|---|---|',
+    ...Object.entries(seconds).map(([suite, s]) => `| ${suite} | ${s} | ${load[suite] ?? ''} | ${rounds[suite] ?? ''} |`),
+    '',
+  ];
+}
+
 export function resultsMarkdown({ machine, results }: Results): string {
-  const about = Object.entries(machine).map(([k, v]) => `${k} ${v}`).join(', ');
+  const about = Object.entries(machine).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k} ${v}`).join(', ');
   return [
     '# Latest bench run',
     '',
@@ -41,6 +58,7 @@ export function resultsMarkdown({ machine, results }: Results): string {
         `| ${r.suite} | ${r.name}${r.note ? ` (${r.note})` : ''} | ${r.unit} | ${fmt(r.value)} | ${r.anchor || '—'} | ${fmt(r.anchor_value)} | ${r.ratio === null ? '' : r.ratio.toFixed(2)} |`,
     ),
     '',
+    ...durations(machine),
   ].join('\n');
 }
 

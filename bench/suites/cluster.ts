@@ -178,7 +178,7 @@ export async function run(ctx: BenchContext): Promise<void> {
   try {
     three = await startCluster(ctx, THREE);
     const [a, b, c] = three.nodes.map((n) => n.client) as [AgentdClient, AgentdClient, AgentdClient];
-    const n = ctx.quick ? 300 : 1_000;
+    const n = ctx.quick ? 300 : 500;
     const rates = new Map<string, number[]>();
     const p50s = new Map<string, number[]>();
     const p99s = new Map<string, number[]>();

@@ -28,7 +28,7 @@ export async function run(ctx: BenchContext): Promise<void> {
     await c.request('create_agent', { name: 'mcp-bench', config: { mcps: { fx: { command: process.execPath, args: [FIXTURE], eager: true } } } });
     const mcpTurn = '/call fx__add {"a":1,"b":2}';
     const builtinTurn = '/call skill {}';
-    const n = ctx.quick ? 200 : 1_000;
+    const n = ctx.quick ? 200 : 500;
     await turnsUs(c, 'mcp-bench', mcpTurn, 20); // warm-up: the server is connected and hot
     await turnsUs(c, 'mcp-bench', builtinTurn, 20);
     const mcp: number[] = [];

@@ -11,7 +11,7 @@ import { Fifo } from '../../src/shard/fifo.ts';
 import type { BenchContext } from '../lib/context.ts';
 
 export async function run(ctx: BenchContext): Promise<void> {
-  const bench = new Bench({ time: ctx.quick ? 200 : 1000, warmupTime: 100 });
+  const bench = new Bench({ time: ctx.quick ? 200 : 500, warmupTime: 100 });
   const agent = 'assistant';
   const sender = 'user-1234567890';
   let sink = 0;

@@ -77,7 +77,7 @@ const SIZES = [
 ] as const;
 
 export async function run(ctx: BenchContext): Promise<void> {
-  const n = ctx.quick ? 2_000 : 10_000;
+  const n = ctx.quick ? 2_000 : 5_000;
   const mine = await load(join(import.meta.dirname, '../..'));
   const before = ctx.baseline === undefined ? null : await load(ctx.baseline);
   for (const size of SIZES) {

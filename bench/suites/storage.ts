@@ -157,7 +157,7 @@ async function searchLatency(ctx: BenchContext, pg: TestDatabase | null): Promis
       async (sys) => {
         const body = sys.ping ? () => ({ ping: {} }) : () => ({ search_sessions: { query: queries[q++ % queries.length] } });
         const c = await frameClient(sys.proc.unix, body);
-        const r = await latency(c, ctx.quick ? 200 : 1000, 20);
+        const r = await latency(c, ctx.quick ? 200 : 500, 20);
         c.close();
         return [r.p50, r.p99];
       },

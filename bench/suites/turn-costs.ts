@@ -33,6 +33,8 @@ const SCENARIOS = [
 
 /** Profiler sampling interval: fine enough for stages of a few microseconds per turn. */
 const SAMPLE_US = 500;
+/** The measured window of a full run: longer than other suites' rate windows, so stages of a few µs per turn still get samples. */
+const WINDOW_MS = 2_000;
 
 interface Sample {
   /** CPU µs per turn per stage (profile shares of the window's /proc CPU). */
@@ -54,7 +56,7 @@ async function drive(ctx: BenchContext, root: string | undefined, conns: number,
   const d = await startAgentd(ctx.workers, { assistant: { model: 'echo' } }, {}, { nodeArgs, root });
   try {
     const cs = await Promise.all(Array.from({ length: conns }, (_, i) => frameClient(d.unix, turnBody(`tc${i}`))));
-    const r = await throughputDetail(cs, inflight, ctx.sizes.rateMs, ctx.sizes.warmupMs, () => processCpuSeconds(d.proc.pid!));
+    const r = await throughputDetail(cs, inflight, ctx.quick ? ctx.sizes.rateMs : WINDOW_MS, ctx.sizes.warmupMs, () => processCpuSeconds(d.proc.pid!));
     for (const c of cs) c.close();
     return { window: r.window, rate: r.rate, cpuUs: (r.window.probe * 1e6) / r.window.count };
   } finally {

@@ -163,6 +163,7 @@ class Counter {
   n = 0;
   #want = Infinity;
   #wake: (() => void) | null = null;
+  #released = false;
 
   add(k = 1): void {
     this.n += k;
@@ -174,7 +175,7 @@ class Counter {
   }
 
   waitFor(count: number): Promise<void> {
-    if (this.n >= count) return Promise.resolve();
+    if (this.n >= count || this.#released) return Promise.resolve();
     return new Promise<void>((r) => {
       this.#want = count;
       this.#wake = r;
@@ -184,6 +185,15 @@ class Counter {
   reset(): void {
     this.n = 0;
     this.#want = Infinity;
+    this.#released = false;
+  }
+
+  /** Ends the wait, now or when it begins, until the next reset: the count will never come (an observer that lagged lost events). */
+  release(): void {
+    this.#released = true;
+    const w = this.#wake;
+    this.#wake = null;
+    w?.();
   }
 }
 
@@ -197,7 +207,13 @@ function listener(socket: Socket, counter: Counter, lagged: () => boolean): List
   };
 }
 
-/** An agentd observer (subscribe_events) that counts `done` events, or all events with `countAll`. */
+/**
+ * An agentd observer (subscribe_events) that counts `done` events, or all
+ * events with `countAll`. A `lagged` notice (events dropped for this slow
+ * observer) ends any wait, since the missing events will never come. It is
+ * found by one scan per read, as the Redis subscriber finds its marker, so
+ * the two clients do the same work per delivery.
+ */
 export async function observer(target: string, countAll: boolean): Promise<Listener> {
   const socket = await connect(target);
   const counter = new Counter();
@@ -205,14 +221,20 @@ export async function observer(target: string, countAll: boolean): Promise<Liste
   const done = Buffer.from('done');
   const lagged = Buffer.from('lagged');
   const decoder = new FrameDecoder({
-    onFrame: (_id, _flags, body) => {
-      const b = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-      if (b.includes(lagged)) lag = true;
-      if (countAll || b.includes(done)) counter.add();
-    },
+    onFrame: countAll ? () => counter.add() : (_id, _flags, body) => Buffer.from(body.buffer, body.byteOffset, body.byteLength).includes(done) && counter.add(),
     onOversize: () => socket.destroy(),
   }, 1 << 30);
-  socket.on('data', (c: Buffer) => decoder.push(c));
+  let tail: Buffer = Buffer.alloc(0);
+  socket.on('data', (c: Buffer) => {
+    decoder.push(c);
+    // The notice may be split across two reads: the last bytes of one read are checked with the start of the next.
+    const across = tail.length > 0 && Buffer.concat([tail, c.subarray(0, lagged.length - 1)]).includes(lagged);
+    if (across || c.includes(lagged)) {
+      lag = true;
+      counter.release();
+    }
+    tail = c.subarray(Math.max(0, c.length - (lagged.length - 1)));
+  });
   socket.on('error', () => {});
   const sub = encodeBody({ subscribe_events: {} });
   const header = Buffer.alloc(HEADER_BYTES);

@@ -44,20 +44,20 @@ interface StageRule {
 }
 
 const MAIN_RULES: StageRule[] = [
-  { stage: 'main: write to the socket', file: /main\/connection\.js$/, fn: /^(write|reply|#?flushBatch|#?sentBytes|#?watchForStall)$/ },
+  { stage: 'main: write to the socket', file: /main\/net\/connection\.js$/, fn: /^(write|writeChunks|reply|#?flushBatch|#?flowControl|#?watchForStall|traffic)$/ },
   { stage: 'main: write to the socket', file: /shared\/codec\.js$/, fn: /^(encodeBody|encodeFrame|frameOf)$/ },
-  { stage: 'main: hop to the shard (post)', file: /main\/shard-pool\.js$/, fn: /^(requestFor|requestTurn|sendFor|#?enqueue|#?flushAll|#?queueFull|#?shardOf)$/ },
-  { stage: 'main: hop back (receive, fan out)', file: /main\/(shard-pool|observers|event-bus|turn-ledger)\.js$|shared\/byte-layouts\.js$/ },
-  { stage: 'main: storage pool tasks (index ticks, checkpoints)', file: /main\/storage-pool\.js$/ },
+  { stage: 'main: hop to the shard (post)', file: /main\/hosts\/(shard-pool|shard-pool-parts|shard-thread)\.js$/, fn: /^(requestFor|requestForRun|requestTurn|sendFor|#?enqueue|#?flushAll|#?queueFull|#?shardOf|#?track)$/ },
+  { stage: 'main: hop back (receive, fan out)', file: /main\/hosts\/(shard-pool|shard-pool-parts|shard-thread|output-returns)\.js$|main\/bus\/|main\/metrics\/|main\/turn-ledger\.js$|shared\/byte-layouts\.js$/ },
+  { stage: 'main: storage pool tasks (index ticks, checkpoints)', file: /main\/hosts\/(storage-pool|storage-threads|search-lane)\.js$/ },
   { stage: 'main: read, decode, route', file: /main\/|shared\// },
 ];
 
 const SHARD_RULES: StageRule[] = [
-  { stage: 'shard: hop back (post)', file: /worker\/outbox\.js$/, fn: /^(flush|#?takeSections|#?takeEvents)$/ },
-  { stage: 'shard: encode frames', file: /worker\/(outbox|utf8-scratch)\.js$|shared\/codec\.js$/ },
-  { stage: 'shard: commit (hand to the writer thread)', file: /worker\/(store|turn-writer|writer-client)\.js$|shared\/(db|write-lock)\.js$/ },
-  { stage: 'shard: hop in (receive, schedule)', file: /worker\/(shard|turn-scheduler|conversation-table)\.js$/ },
-  { stage: 'shard: run (agent loop, model, reply)', file: /worker\/|shared\// },
+  { stage: 'shard: hop back (post)', file: /shard\/outbox\.js$/, fn: /^(flush|#?takeSections|#?takeEvents|#?sectionsBuffer|#?schedule)$/ },
+  { stage: 'shard: encode frames', file: /shard\/(outbox|utf8-scratch|text-delta-body)\.js$|shared\/codec\.js$/ },
+  { stage: 'shard: commit (its own, or handed to the writer thread)', file: /shard\/turn-writer\.js$|storage\/sqlite\/|threads\/writer\// },
+  { stage: 'shard: hop in (receive, schedule)', file: /shard\/(shard|inbox|turn-scheduler|conversation-table|conversation|fifo|pair-gate)\.js$/ },
+  { stage: 'shard: run (agent loop, model, reply)', file: /shard\/|shared\/|models\// },
 ];
 
 /** Where a sample with no project function on its stack ran. */

@@ -5,10 +5,8 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { LeaseCore, type BucketEntry, type Take } from '../../src/cluster/lease-core.ts';
-import { assignPartitions } from '../../src/shared/partitions.ts';
+import { L, PARTITIONS, targetsOf } from '../helpers/lease-fake-cluster.ts';
 
-const L = 1_000;
-const PARTITIONS = 4;
 let t = 0;
 
 const core = (node: string) => new LeaseCore({ node, partitions: PARTITIONS, leaseMs: L, now: () => t });
@@ -30,8 +28,6 @@ function takes(c: LeaseCore): number[] {
   for (let take = c.nextTake(start.round); take !== null; take = c.nextTake(start.round)) out.push(take.partition);
   return out;
 }
-
-const targetsOf = (node: string, live: string[]) => assignPartitions(PARTITIONS, live).flatMap((owner, p) => (owner === node ? [p] : []));
 
 beforeEach(() => {
   t = 0;
@@ -221,188 +217,6 @@ describe('lease core: rounds', () => {
   });
 });
 
-/**
- * Nodes on one fake bucket: writes are compare-and-set on a revision and
- * reach every watching node that is not cut off at once; a fake store
- * issues the fences' tokens to claims newer by (epoch, revision), as
- * fences.ts does. A heartbeat is a compare-and-set on the node's last, as
- * leases.ts does, so a node learns of a wiped bucket at its next one. After
- * every step, no partition may be served by two nodes.
- */
-class FakeCluster {
-  readonly nodes = new Map<string, LeaseCore>();
-  readonly cut = new Set<string>();
-  readonly #entries = new Map<string, { revision: number; text: string }>();
-  readonly #fences = new Map<number, { epoch: number; revision: number; token: number }>();
-  /** Every token each partition's fence held, in order. */
-  readonly tokens = new Map<number, number[]>();
-  #revision = 0;
-  #epoch = 1;
-  /** Per node: the revision of its last heartbeat (null: none in this bucket), and the epoch it bound (null: lost, to bind). */
-  readonly #bound = new Map<string, { beat: number | null; epoch: number | null }>();
-  overlaps: string[] = [];
-
-  /** NATS lost its store: the bucket comes back empty, its revisions from 1, and binding it gets a new epoch. */
-  wipe(): void {
-    this.#entries.clear();
-    this.#revision = 0;
-    this.#epoch++;
-  }
-
-  /** The store's claim (fences.ts claimFence): a new token when (epoch, revision) is newer than the fence's. */
-  #claim(p: number, epoch: number, revision: number): number | null {
-    const held = this.#fences.get(p) ?? { epoch: 0, revision: 0, token: 0 };
-    if (epoch < held.epoch || (epoch === held.epoch && revision <= held.revision)) return null;
-    const token = held.token + 1;
-    this.#fences.set(p, { epoch, revision, token });
-    this.tokens.set(p, [...(this.tokens.get(p) ?? []), token]);
-    return token;
-  }
-
-  /** A write by `by`; `expected`: the revision it replaces (null: none), undefined: any. Null when refused or cut off. */
-  #write(by: string, key: string, text: string, expected?: number | null): number | null {
-    if (this.cut.has(by)) return null;
-    if (expected !== undefined && (this.#entries.get(key)?.revision ?? null) !== expected) return null;
-    const revision = ++this.#revision;
-    this.#entries.set(key, { revision, text });
-    for (const [name, c] of this.nodes) {
-      if (!this.cut.has(name) && c.watchProgress() !== 'none') c.entrySeen({ key, revision, deleted: false, isUpdate: true, text: () => text });
-    }
-    return revision;
-  }
-
-  join(name: string): void {
-    const c = core(name);
-    this.nodes.set(name, c);
-    this.#bound.set(name, { beat: null, epoch: this.#epoch });
-    this.#heartbeat(name);
-    this.#watch(name);
-  }
-
-  #heartbeat(name: string): void {
-    const bound = this.#bound.get(name)!;
-    if (bound.epoch === null || this.cut.has(name)) return;
-    const key = `node.${name}`;
-    if (bound.beat !== null && (this.#entries.get(key)?.revision ?? null) !== bound.beat) {
-      // Not the revision it last wrote: the bucket was made anew.
-      bound.epoch = null;
-      this.nodes.get(name)!.bucketLost();
-      this.#check();
-      return;
-    }
-    const revision = this.#write(name, key, JSON.stringify({ node: name }), bound.beat ?? undefined);
-    if (revision === null) return;
-    bound.beat = revision;
-    this.nodes.get(name)!.heartbeatAcked(t, revision);
-  }
-
-  /** The driver's round start after a loss: bind the bucket again (its epoch, a first heartbeat by put). */
-  #rebind(name: string): void {
-    const bound = this.#bound.get(name)!;
-    if (bound.epoch !== null || this.cut.has(name)) return;
-    bound.epoch = this.#epoch;
-    bound.beat = null;
-    this.#heartbeat(name);
-  }
-
-  #watch(name: string): void {
-    const c = this.nodes.get(name)!;
-    c.watchOpened();
-    const entries = [...this.#entries].sort(([, x], [, y]) => x.revision - y.revision);
-    entries.forEach(([key, { revision, text }], i) => c.entrySeen({ key, revision, deleted: false, isUpdate: i === entries.length - 1, text: () => text }));
-  }
-
-  #round(name: string): void {
-    const c = this.nodes.get(name)!;
-    this.#rebind(name);
-    let start = c.beginRound();
-    if (start.kind === 'watch' && !this.cut.has(name)) {
-      this.#watch(name);
-      start = c.beginRound();
-    }
-    if (start.kind !== 'round') return;
-    for (const { partition, revision: held } of start.releases) {
-      const revision = this.#write(name, `part.${partition}`, JSON.stringify({ owner: null }), held);
-      if (revision !== null) c.released(partition, revision);
-    }
-    for (let take = c.nextTake(start.round); take !== null; take = c.nextTake(start.round)) {
-      const won = this.#write(name, `part.${take.partition}`, JSON.stringify({ owner: name }), take.revision);
-      if (won === null) continue;
-      c.took(take.partition, won);
-      const token = this.#claim(take.partition, this.#bound.get(name)!.epoch!, won);
-      if (token === null) continue;
-      c.claimed(take.partition, won, token);
-      this.#check();
-    }
-  }
-
-  #check(): void {
-    for (let p = 0; p < PARTITIONS; p++) {
-      const serving = [...this.nodes.values()].filter((c) => c.tokenOf(p) !== null).map((c) => c.node);
-      if (serving.length > 1) this.overlaps.push(`${p} by ${serving.join(', ')} at ${t}`);
-    }
-  }
-
-  /** Runs the clock to `until`: heartbeats every quarter lease, lease timers and rounds every 50 ms. */
-  runUntil(until: number): void {
-    for (; t < until; t += 50) {
-      for (const name of this.nodes.keys()) {
-        this.#check();
-        // A cut-off node's timers run late too (a stalled event loop): its lease must end by the clock alone.
-        if (this.cut.has(name)) continue;
-        // Timers that are due run before a heartbeat's acknowledgement is handled (Node's timers phase comes first).
-        this.nodes.get(name)!.expire();
-        if (t % (L / 4) === 0) this.#heartbeat(name);
-        this.#round(name);
-      }
-    }
-  }
-
-  /** Each partition's fence token now (0: none). */
-  currentTokens(): number[] {
-    return Array.from({ length: PARTITIONS }, (_, p) => this.#fences.get(p)?.token ?? 0);
-  }
-
-  /** Sets every partition's fence, as an earlier cluster left them. */
-  fenceAll(fence: { epoch: number; revision: number; token: number }): void {
-    for (let p = 0; p < PARTITIONS; p++) this.#fences.set(p, { ...fence });
-  }
-
-  served(): Record<string, number[]> {
-    return Object.fromEntries([...this.nodes].map(([name, c]) => [name, c.served()]));
-  }
-}
-
-describe('lease core: two nodes never serve one partition', () => {
-  it('hands partitions over on a join (not: the old owner serving on after the new one took them)', () => {
-    const cluster = new FakeCluster();
-    cluster.join('a');
-    cluster.runUntil(1_000);
-    expect(cluster.served()).toEqual({ a: [0, 1, 2, 3] });
-    cluster.join('b');
-    cluster.runUntil(3_000);
-    expect(cluster.served()).toEqual({ a: targetsOf('a', ['a', 'b']), b: targetsOf('b', ['a', 'b']) });
-    expect(cluster.overlaps).toEqual([]);
-  });
-
-  it('a node cut off from NATS, its timers late, stops serving before the other takes over (not: serving past its lease)', () => {
-    const cluster = new FakeCluster();
-    cluster.join('a');
-    cluster.join('b');
-    cluster.runUntil(2_000);
-    expect(cluster.served().a).toEqual(targetsOf('a', ['a', 'b']));
-    cluster.cut.add('a');
-    cluster.runUntil(4_000);
-    expect(cluster.served()).toEqual({ a: [], b: [0, 1, 2, 3] });
-    expect(cluster.overlaps).toEqual([]);
-    // Back: a heartbeats again, watches anew, and the partitions spread over both again.
-    cluster.cut.delete('a');
-    cluster.runUntil(7_000);
-    expect(cluster.served()).toEqual({ a: targetsOf('a', ['a', 'b']), b: targetsOf('b', ['a', 'b']) });
-    expect(cluster.overlaps).toEqual([]);
-  });
-});
-
 /** `c` binds a bucket made anew: its first heartbeat there (acknowledged at once with `revision`), and a watch delivering it. */
 function rebind(c: LeaseCore, revision: number): void {
   join(c, revision);
@@ -462,42 +276,5 @@ describe('lease core: the bucket lost (NATS restarted without its store)', () =>
     t = 1_400;
     a.heartbeatAcked(t, 9);
     expect(a.liveNodes()).toEqual(['a', 'b']);
-  });
-});
-
-describe('lease core: fences through a lost bucket and a new cluster name', () => {
-  it('two nodes serve every partition again after the bucket is wiped, under tokens that only grow, never both one partition', () => {
-    const cluster = new FakeCluster();
-    cluster.join('a');
-    cluster.join('b');
-    cluster.runUntil(2_000);
-    const spread = { a: targetsOf('a', ['a', 'b']), b: targetsOf('b', ['a', 'b']) };
-    expect(cluster.served()).toEqual(spread);
-    const before = cluster.currentTokens();
-    cluster.wipe();
-    cluster.runUntil(2_300);
-    expect(cluster.served()).toEqual({ a: [], b: [] });
-    cluster.runUntil(6_000);
-    expect(cluster.served()).toEqual(spread);
-    const after = cluster.currentTokens();
-    for (let p = 0; p < PARTITIONS; p++) {
-      expect(after[p]).toBeGreaterThan(before[p]!);
-      const history = cluster.tokens.get(p)!;
-      expect(history).toEqual([...history].sort((x, y) => x - y));
-      expect(new Set(history).size).toBe(history.length);
-    }
-    expect(cluster.overlaps).toEqual([]);
-  });
-
-  it('a cluster on a new bucket serves though the store’s fences are far past its revisions (not: comparing revisions across buckets)', () => {
-    const cluster = new FakeCluster();
-    cluster.fenceAll({ epoch: 1, revision: 5_000, token: 1_100 }); // an earlier cluster's, under another name
-    cluster.wipe(); // the new name's bucket: revisions from 1, a new epoch
-    cluster.join('a');
-    cluster.join('b');
-    cluster.runUntil(3_000);
-    expect(cluster.served()).toEqual({ a: targetsOf('a', ['a', 'b']), b: targetsOf('b', ['a', 'b']) });
-    expect(cluster.currentTokens()).toEqual([1_101, 1_101, 1_101, 1_101]);
-    expect(cluster.overlaps).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-/** The suites that touch storage run a second time on a PostgreSQL store (issue 15). */
+/** The suites that touch storage run a second time on a PostgreSQL store. */
 const STORAGE_SUITES = ['test/e2e/storage.test.ts', 'test/e2e/bus.test.ts', 'test/e2e/agents.test.ts', 'test/e2e/turns.test.ts', 'test/e2e/schedules.test.ts', 'test/e2e/webhooks.test.ts', 'test/e2e/runs.test.ts', 'test/e2e/steer.test.ts', 'test/e2e/approvals.test.ts', 'test/e2e/tokens.test.ts', 'test/e2e/durable-waiting.test.ts'];
 
 export default defineConfig({

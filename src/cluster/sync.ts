@@ -1,6 +1,6 @@
 /**
- * Cluster mode: what every node must share besides conversations (issue 16,
- * milestone 3b). The store holds the agents and the bus's subscriptions;
+ * Cluster mode: what every node must share besides conversations. The
+ * store holds the agents and the bus's subscriptions;
  * NATS tells the nodes when they changed, and each reloads them from the
  * store:
  *

@@ -183,7 +183,7 @@ export interface ResolvedConfig {
   agents: Record<string, AgentConfig>;
   /** Where the file came from, for messages; null when none was read. */
   configFile: string | null;
-  /** Cluster mode (issue 16): this node's settings; null on a single node. */
+  /** Cluster mode: this node's settings; null on a single node. */
   cluster: ClusterSettings | null;
   /** Schedules `create_schedule` may bring the daemon (the cluster) to; beyond it 429. */
   maxSchedules: number;

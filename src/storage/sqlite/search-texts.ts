@@ -1,6 +1,6 @@
 /**
  * A message's text as search reads it, without holding a big one whole
- * (issue 11: memory proportional to the request). A text of at most
+ * (memory stays proportional to the request). A text of at most
  * `wholeTextBytes` is read whole; a bigger one in slices of `sliceChars`
  * characters or an eighth of the text, whichever is more, so that scoring
  * and snippets hold one slice as a string at a time. SQLite has no partial

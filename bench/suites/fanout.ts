@@ -9,7 +9,7 @@ import { createConnection } from 'node:net';
 import { AgentdClient } from '../../src/client/index.ts';
 import { frameClient, observer, redisSubscriber, type Listener } from '../lib/clients.ts';
 import type { BenchContext } from '../lib/context.ts';
-import { median, spread } from '../lib/load.ts';
+import { median, processCpuSeconds, spread } from '../lib/load.ts';
 import { startAgentd } from '../lib/processes.ts';
 import { Report } from '../lib/report.ts';
 
@@ -68,6 +68,10 @@ export async function run(ctx: BenchContext): Promise<void> {
       if (redis !== undefined) for (let i = 0; i < k; i++) subs.push(await redisSubscriber(redis.proc.unix, 'bench'));
       const ours: number[] = [];
       const theirs: number[] = [];
+      // The servers' own CPU (all threads, /proc) over the timed windows: what each spends per delivery,
+      // apart from the bench's clients, which read and count every delivery in both cases.
+      let ourCpu = 0;
+      let theirCpu = 0;
       let lagged = false;
       const payload = JSON.stringify({ agent: 'assistant', sender: 'broadcast', kind: 'text_delta', content: 'word ', timestamp: new Date().toISOString(), ephemeral: true });
       for (let r = 0; r < rounds; r++) {
@@ -78,17 +82,21 @@ export async function run(ctx: BenchContext): Promise<void> {
         await turn.call();
         await Promise.all(listeners.map((l) => l.waitFor(events)));
         for (const l of listeners) l.reset();
+        let cpu0 = processCpuSeconds(d.proc.pid!);
         let t0 = process.hrtime.bigint();
         await turn.call();
         await Promise.all(listeners.map((l) => l.waitFor(events)));
         ours.push(Number(process.hrtime.bigint() - t0) / 1e3);
+        ourCpu += processCpuSeconds(d.proc.pid!) - cpu0;
         lagged ||= listeners.some((l) => l.lagged());
         if (redis !== undefined) {
           for (const s of subs) s.reset();
+          cpu0 = processCpuSeconds(redis.proc.proc.pid!);
           t0 = process.hrtime.bigint();
           const pub = await redisPublisher(redis.proc.unix, payload, events);
           await Promise.all(subs.map((s) => s.waitFor(events)));
           theirs.push(Number(process.hrtime.bigint() - t0) / 1e3);
+          theirCpu += processCpuSeconds(redis.proc.proc.pid!) - cpu0;
           pub();
         }
       }
@@ -97,6 +105,9 @@ export async function run(ctx: BenchContext): Promise<void> {
       const note = lagged ? 'some observer lagged' : 'no observer lagged';
       ctx.report.add({ suite: 'fanout', name: `${events} events to ${k} observers, to last delivery`, unit: 'us', value, anchor: redis ? 'redis PUBLISH' : '', anchor_value: redis ? median(theirs) : null, spread: spread(ours), note });
       ctx.report.add({ suite: 'fanout', name: `${events} events to ${k} observers, deliveries/s`, unit: 'msg/s', value: rate, anchor: redis ? 'redis PUBLISH' : '', anchor_value: redis ? (k * events) / (median(theirs) / 1e6) : null, spread: spread(ours), note });
+      const perDelivery = (cpu: number): number => (cpu * 1e9) / (rounds * k * events);
+      // /proc counts CPU in ticks (10 ms): only the big broadcast's windows are long enough to read.
+      if (k >= 500) ctx.report.add({ suite: 'fanout', name: `${events} events to ${k} observers, server CPU per delivery`, unit: 'ns', value: perDelivery(ourCpu), anchor: redis ? 'redis PUBLISH' : '', anchor_value: redis ? perDelivery(theirCpu) : null, spread: 0, note });
       for (const l of [...listeners, ...subs]) l.close();
       Report.progress(`fanout: broadcast to ${k}: done`);
     }

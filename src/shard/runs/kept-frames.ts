@@ -104,6 +104,8 @@ export class KeptFrames {
       this.#frames -= n;
     }
     const next = this.#entries[0];
-    this.#firstSeq = next === undefined ? this.#firstSeq + 1 : next instanceof TextEntry ? next.seqs[0]! : next.seq;
+    // Nothing left: the first seq kept is the one after the frame just dropped, whatever seq the run began at.
+    const dropped = e instanceof TextEntry ? e.seqs[0] ?? this.#firstSeq : e.seq;
+    this.#firstSeq = next === undefined ? dropped + 1 : next instanceof TextEntry ? next.seqs[0]! : next.seq;
   }
 }

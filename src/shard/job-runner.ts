@@ -76,7 +76,7 @@ export class JobRunner {
   constructor(opts: JobRunnerOptions) {
     this.#o = opts;
     this.agents = opts.agents;
-    this.#writer = opts.store === null ? null : new TurnWriter(opts.store, () => this.#openJobs);
+    this.#writer = opts.store === null ? null : new TurnWriter(opts.store, () => this.#openJobs, () => opts.outbox.holdForCommit?.());
   }
 
   /** Queues a job in its conversation's FIFO; it runs when every job before it has ended. */

@@ -56,6 +56,8 @@ export interface FrameOut {
   activeAnswer(answer: ActiveAnswer): void;
   runList(answer: RunList): void;
   purged(id: number): void;
+  /** A commit is due in this event-loop turn (turn-writer.ts): the frames it releases should go in this batch. */
+  holdForCommit?(): void;
 }
 
 export class Outbox implements FrameOut {
@@ -77,11 +79,17 @@ export class Outbox implements FrameOut {
   readonly #events = new GrowableBytes(Buffer.allocUnsafe(INITIAL_SECTION_BYTES));
   #eventAgents: string[] = [];
   #scheduled = false;
+  /** The scheduled flush waits one event-loop turn more (holdForCommit); at most once, so steady commits never starve it. */
+  #held: 'no' | 'waiting' | 'waited' = 'no';
   /** Someone watches the agent event stream (main says so); agent events are encoded only then. */
   observing = false;
   doneWatched: ReadonlySet<string> = new Set();
   batches = 0;
-  readonly #flushNow = (): void => this.flush();
+  readonly #flushNow = (): void => {
+    if (this.#held !== 'waiting') return this.flush();
+    this.#held = 'waited';
+    setImmediate(this.#flushNow);
+  };
 
   constructor(post: PostBatch) {
     this.#post = post;
@@ -192,6 +200,16 @@ export class Outbox implements FrameOut {
     return new ArrayBuffer(Math.min(OUTPUT_REUSE_MAX_BYTES, 2 ** Math.ceil(Math.log2(total))));
   }
 
+  /**
+   * A commit was scheduled after this outbox's flush, in the same event-loop
+   * turn: the flush waits for the next one, so that the `end` frames the
+   * commit releases travel in the same batch as the frames before them. A
+   * lone turn then wakes main once, not twice (its frames, then its `end`).
+   */
+  holdForCommit(): void {
+    if (this.#scheduled && this.#held === 'no') this.#held = 'waiting';
+  }
+
   #schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
@@ -235,6 +253,7 @@ export class Outbox implements FrameOut {
 
   flush(): void {
     this.#scheduled = false;
+    this.#held = 'no';
     this.batches++;
     const sections = this.#takeSections();
     const agentEvents = this.#takeEvents();

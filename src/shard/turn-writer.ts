@@ -33,9 +33,13 @@ export class TurnWriter {
   /** The shard's jobs under way (running or queued), those of the batch included. */
   readonly #openJobs: () => number;
 
-  constructor(storage: ConversationStorage, openJobs: () => number) {
+  /** Called when a lone turn's commit is scheduled for this event-loop turn (the outbox holds its flush for it). */
+  readonly #onScheduled: () => void;
+
+  constructor(storage: ConversationStorage, openJobs: () => number, onScheduled: () => void = () => {}) {
     this.#storage = storage;
     this.#openJobs = openJobs;
+    this.#onScheduled = onScheduled;
   }
 
   /** Resolves once the turn (and its outcome, if named) is committed and `conv.dbId` is set; rejects if its write failed. */
@@ -45,6 +49,8 @@ export class TurnWriter {
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(this.#flush);
+        // Alone (as flush judges it): the commit may be the shard's own, done before the outbox's next flush.
+        if (this.#openJobs() <= 1) this.#onScheduled();
       }
     });
   }

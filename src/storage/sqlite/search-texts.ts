@@ -55,6 +55,11 @@ export class MessageTexts {
       FROM messages WHERE conversation_id = ? AND idx BETWEEN ? AND ? ORDER BY idx`);
   }
 
+  /** The names of the tools an assistant message called, as indexed ('' when it is gone). */
+  toolNames(id: number): string {
+    return this.#toolNames.get(id)?.tool_names ?? '';
+  }
+
   /**
    * A big message's indexed columns (user text, assistant text, tool names),
    * the texts in slices read as they are consumed, as search-bm25.ts scores

@@ -25,11 +25,12 @@ export const NARROW_FILTER_ROWS = 20_000;
 const CATCH_UP_BATCH = 2_000;
 
 /**
- * A message that matches: its text as indexed when it is small enough to
- * read whole, else null (read in slices). A row of columns, from a statement
- * in raw mode: an object per row cost more than reading the row.
+ * A message that matches: its content when it is small enough to read
+ * whole, else null (read in slices), its role (only user and assistant
+ * messages are indexed) and whether it called tools. A row of columns, from
+ * a statement in raw mode: an object per row cost more than reading the row.
  */
-type Candidate = [id: number, conversationId: number, idx: number, bytes: number, userText: string | null, assistantText: string | null, toolNames: string];
+type Candidate = [id: number, conversationId: number, idx: number, bytes: number, content: string | null, role: string, calledTools: number];
 
 /** A candidate statement, returning its rows as columns (Candidate). */
 function candidateStatement(db: Db, sql: string): Statement<(string | number)[], Candidate> {
@@ -54,13 +55,15 @@ interface FilteredStatements {
 /**
  * A candidate's columns. The index is contentless (migration 7): each match
  * looks its message up by id, and its text is read here only when it is at
- * most `wholeTextBytes` (search-texts.ts reads a bigger one in slices).
+ * most `wholeTextBytes` (search-texts.ts reads a bigger one in slices). The
+ * row is read from messages itself and split into the indexed columns here
+ * (#columns): through the view messages_searchable, reading the candidates
+ * cost about a third more. The view still says what is indexed.
  */
 function candidateFrom(wholeTextBytes: number): string {
-  const small = `s.bytes <= ${Math.floor(wholeTextBytes)}`;
-  return `s.id, s.conversation_id, s.idx, s.bytes, CASE WHEN ${small} THEN s.user_text END AS user_text,
-    CASE WHEN ${small} THEN s.assistant_text END AS assistant_text, s.tool_names
-    FROM messages_fts f JOIN messages_searchable s ON s.id = f.rowid`;
+  return `s.id, s.conversation_id, s.idx, octet_length(s.content) AS bytes,
+    CASE WHEN octet_length(s.content) <= ${Math.floor(wholeTextBytes)} THEN s.content END AS content, s.role, s.tool_calls IS NOT NULL
+    FROM messages_fts f JOIN messages s ON s.id = f.rowid`;
 }
 
 /** The scorer of a table with no matches: never called. */
@@ -155,8 +158,12 @@ export class SessionSearch {
    * again by id, in slices (a message deleted since it matched scores 0).
    */
   #score(score: (columns: readonly TextPieces[]) => number, c: Candidate, budget: SearchBudget): number {
-    const [id, , , bytes, userText, assistantText, toolNames] = c;
-    if (userText !== null && assistantText !== null) return score([userText, assistantText, toolNames]);
+    const [id, , , bytes, content, role, calledTools] = c;
+    if (content !== null) {
+      // As messages_searchable splits a message: user text, assistant text, the names of the tools it called.
+      if (role === 'user') return score([content, '', '']);
+      return score(['', content, calledTools ? this.#texts.toolNames(id) : '']);
+    }
     const columns = this.#texts.inSlices(id, bytes, budget);
     return columns === undefined ? 0 : score(columns);
   }

@@ -18,8 +18,9 @@ import { createParser } from 'eventsource-parser';
 import { DEFAULT_PROVIDER_TIMEOUT_MS, type ProviderConfig } from '../shared/config.ts';
 import type { Logger } from '../shared/log.ts';
 import { apiUrl, authHeaders, httpFailure, ProviderError, redactProviderText } from '../shared/provider-http.ts';
-import type { ToolCall, ToolChoice, Usage } from '../shared/protocol.ts';
-import type { Message, Model, ModelEvent, ModelRequest, ToolSpec } from './types.ts';
+import type { ToolCall, Usage } from '../shared/protocol.ts';
+import type { Model, ModelEvent, ModelRequest } from './types.ts';
+import { requestBody } from './openai-wire.ts';
 
 /** Retries of a 429 or 5xx that came before any output. */
 export const MAX_RETRIES = 3;
@@ -43,36 +44,6 @@ interface WireChunk {
     completion_tokens_details?: { reasoning_tokens?: number };
   } | null;
   error?: { message?: string } | string;
-}
-
-function wireMessages(history: readonly Message[], messages: readonly Message[], systemPrompt: string): unknown[] {
-  const out: unknown[] = [];
-  if (systemPrompt !== '') out.push({ role: 'system', content: systemPrompt });
-  for (const m of history) out.push(wireMessage(m));
-  for (const m of messages) out.push(wireMessage(m));
-  return out;
-}
-
-function wireMessage(m: Message): unknown {
-  if (m.role === 'tool') return { role: 'tool', tool_call_id: m.tool_call_id, content: m.content };
-  if (m.role === 'assistant' && m.tool_calls !== undefined && m.tool_calls.length > 0) {
-    return {
-      role: 'assistant',
-      content: m.content === '' ? null : m.content,
-      tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
-    };
-  }
-  return { role: m.role, content: m.content };
-}
-
-function wireTools(tools: readonly ToolSpec[]): unknown[] {
-  return tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
-}
-
-function wireToolChoice(choice: ToolChoice | null): unknown {
-  if (choice === null) return undefined;
-  if (typeof choice === 'string' && !['auto', 'none', 'required'].includes(choice)) return { type: 'function', function: { name: choice } };
-  return choice;
 }
 
 function usageOf(u: NonNullable<WireChunk['usage']>): Usage {
@@ -149,19 +120,8 @@ export class OpenAIModel implements Model {
   }
 
   async *#stream(request: ModelRequest, silence: SilenceTimer): AsyncIterable<ModelEvent> {
-    const { agent, cancel } = request;
-    const body: Record<string, unknown> = {
-      model: agent.model,
-      messages: wireMessages(request.history, request.messages, agent.system_prompt),
-      stream: true,
-      stream_options: { include_usage: true },
-    };
-    if (request.tools.length > 0) {
-      body.tools = wireTools(request.tools);
-      const choice = wireToolChoice(request.toolChoice);
-      if (choice !== undefined) body.tool_choice = choice;
-    }
-    const res = await this.#post(JSON.stringify(body), cancel.signal, silence);
+    const { cancel } = request;
+    const res = await this.#post(requestBody(request), cancel.signal, silence);
 
     const calls = new Map<number, ToolCall>();
     let usage: Usage | null = null;

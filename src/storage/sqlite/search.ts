@@ -56,9 +56,9 @@ interface FilteredStatements {
  * A candidate's columns. The index is contentless (migration 7): each match
  * looks its message up by id, and its text is read here only when it is at
  * most `wholeTextBytes` (search-texts.ts reads a bigger one in slices). The
- * row is read from messages itself and split into the indexed columns here
- * (#columns): through the view messages_searchable, reading the candidates
- * cost about a third more. The view still says what is indexed.
+ * row is read from messages itself and split into the indexed columns by
+ * #score, which costs less than having the view messages_searchable compute
+ * them for every candidate; the view still says what is indexed.
  */
 function candidateFrom(wholeTextBytes: number): string {
   return `s.id, s.conversation_id, s.idx, octet_length(s.content) AS bytes,

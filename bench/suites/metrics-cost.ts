@@ -125,7 +125,7 @@ export async function run(ctx: BenchContext): Promise<void> {
 
 async function measureArms(ctx: BenchContext, ARMS: Arm[]): Promise<void> {
   // Many short windows beat a few long ones on a loaded machine: the paired ratios need rounds, not length.
-  const rounds = ctx.report.rounds * 8;
+  const rounds = ctx.report.rounds * 6;
   const windowMs = ctx.sizes.rateMs / 2;
   const rewarmMs = ctx.sizes.warmupMs / 2;
   const samples = new Map<string, Sample[]>(ARMS.map((a) => [a.name, []]));

@@ -15,7 +15,7 @@ import { requestBody, WirePrefixes, wireMessage } from '../../src/models/openai-
 import type { Message, ModelRequest } from '../../src/models/types.ts';
 
 const LONG_HISTORY = 4_000;
-const BODY_TURNS = 200;
+const BODY_TURNS = 50;
 
 /**
  * µs per turn to build the request body of `BODY_TURNS` turns on a history of

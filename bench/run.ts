@@ -96,6 +96,8 @@ mkdirSync(out, { recursive: true });
 const machine = { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform, workers, quick, redis: redis !== null, date: new Date().toISOString() };
 const times: SuiteTime[] = [];
 const abandoned: string[] = [];
+/** Suites that failed (a server they started died, say): the run goes on without them, and exits 1 at the end. */
+const failed: string[] = [];
 const elapsedS = (): number => Math.round((Date.now() - started) / 1000);
 /** Written after every suite, so a run cut short keeps what it measured, and how long each suite took. */
 function writeResults(): string {
@@ -105,8 +107,8 @@ function writeResults(): string {
     suite_load_average: Object.fromEntries(times.map((t) => [t.suite, t.load])),
     suite_rounds: Object.fromEntries(times.map((t) => [t.suite, roundsFor(t.suite, quick)])),
   };
-  const suitesDone = times.map((t) => t.suite).filter((s) => !abandoned.includes(s));
-  writeFileSync(join(out, 'latest.json'), `${JSON.stringify({ machine: { ...machine, ...timing }, suites_done: suitesDone, suites_abandoned: abandoned, results: report.rows.map(({ spread: _s, ...r }) => r) }, null, 2)}\n`);
+  const suitesDone = times.map((t) => t.suite).filter((s) => !abandoned.includes(s) && !failed.includes(s));
+  writeFileSync(join(out, 'latest.json'), `${JSON.stringify({ machine: { ...machine, ...timing }, suites_done: suitesDone, suites_abandoned: abandoned, suites_failed: failed, results: report.rows.map(({ spread: _s, ...r }) => r) }, null, 2)}\n`);
   return writeResultsMarkdown(out);
 }
 
@@ -120,8 +122,13 @@ try {
     const finished = await withinCap(() => run(ctx), cap, () => {
       const ended = stopStartedSince(before);
       Report.progress(`${name}: still running after ${cap} s: abandoned (its rows so far kept, ${ended} of its processes ended)`);
+    }).catch((err: unknown) => {
+      const ended = stopStartedSince(before);
+      Report.progress(`${name}: failed: ${err instanceof Error ? err.message : String(err)} (its rows so far kept, ${ended} of its processes ended)`);
+      failed.push(name);
+      return null;
     });
-    if (!finished) abandoned.push(name);
+    if (finished === false) abandoned.push(name);
     times.push(suiteTime(name, t0));
     writeResults();
     if (finished) Report.progress(`${name}: done in ${times.at(-1)!.seconds.toFixed(0)} s (${elapsedS()} s in all, load average ${times.at(-1)!.load}); results so far in ${join(out, 'latest.json')}`);
@@ -134,3 +141,7 @@ try {
 process.stdout.write(`${report.table()}\n\nratio = agentd / anchor (lower is better for µs and bytes, higher for rates); spread = (max-min)/median of agentd over the suite's rounds (suite_rounds in latest.json)\n\n`);
 process.stdout.write(`${durationTable(times, (Date.now() - started) / 1000, quick)}\n`);
 Report.progress(`wrote ${join(out, 'latest.json')} and ${writeResults()}`);
+if (failed.length > 0) {
+  Report.progress(`failed: ${failed.join(', ')}`);
+  process.exitCode = 1;
+}

@@ -13,6 +13,7 @@
 import { createServer } from 'node:net';
 import { rmSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
+import Database from 'better-sqlite3';
 import { Unpackr } from 'msgpackr';
 
 const [unixPath, dbPath, workerCount, index] = process.argv.slice(2);
@@ -26,11 +27,20 @@ function fnv1a(agent, sender) {
   return h;
 }
 
+// The file and its schema exist before any worker opens it: workers creating
+// them at once raced for the lock (SQLITE_BUSY, a worker and the floor gone).
+const setup = new Database(dbPath);
+setup.pragma('journal_mode = WAL');
+setup.exec(`CREATE TABLE IF NOT EXISTS conversations (id INTEGER PRIMARY KEY, agent TEXT NOT NULL, sender TEXT NOT NULL, messages INTEGER NOT NULL DEFAULT 0, UNIQUE (agent, sender));
+  CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, conversation INTEGER NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, created_at TEXT NOT NULL);
+  CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, content='', contentless_delete=1);`);
+setup.close();
+
 const sockets = new Map();
 let nextConn = 1;
 const shards = [];
 for (let i = 0; i < Number(workerCount); i++) {
-  const worker = new Worker(new URL('./shard.mjs', import.meta.url), { workerData: { dbPath, index, shard: i } });
+  const worker = new Worker(new URL('./shard.mjs', import.meta.url), { workerData: { dbPath, index } });
   const shard = { worker, pending: [], scheduled: false };
   // A batch of replies: one buffer of [conn u32][len u32][frames…] sections.
   worker.on('message', (bytes) => {
@@ -43,7 +53,8 @@ for (let i = 0; i < Number(workerCount); i++) {
     }
   });
   worker.on('error', (err) => {
-    process.stderr.write(`design floor shard ${i}: ${err.stack}\n`);
+    // A better-sqlite3 error crosses the thread as a plain object: no stack, but its message and code.
+    process.stderr.write(`design floor shard ${i}: ${err?.stack ?? `${err?.code ?? ''} ${err?.message ?? String(err)}`}\n`);
     process.exit(1);
   });
   shards.push(shard);

@@ -6,20 +6,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { Packr } from 'msgpackr';
 
-const { dbPath, index, shard } = workerData;
+const { dbPath, index } = workerData;
 const packr = new Packr({ useRecords: false, variableMapSize: true });
-const db = new Database(dbPath);
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = NORMAL');
+const db = new Database(dbPath, { fileMustExist: true }); // main created it, schema and all
 db.pragma('busy_timeout = 5000');
-if (shard === 0) {
-  db.exec(`CREATE TABLE IF NOT EXISTS conversations (id INTEGER PRIMARY KEY, agent TEXT NOT NULL, sender TEXT NOT NULL, messages INTEGER NOT NULL DEFAULT 0, UNIQUE (agent, sender));
-    CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, conversation INTEGER NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, created_at TEXT NOT NULL);
-    CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, content='', contentless_delete=1);`);
-} else {
-  // Worker 0 creates the schema; the others wait for it.
-  while (db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE name = 'messages_fts'`).get().n === 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
-}
+db.pragma('synchronous = NORMAL');
 const findConv = db.prepare('SELECT id, messages FROM conversations WHERE agent = ? AND sender = ?');
 const addConv = db.prepare('INSERT INTO conversations (agent, sender) VALUES (?, ?)');
 const addMessage = db.prepare('INSERT INTO messages (conversation, seq, role, content, created_at) VALUES (?, ?, ?, ?, ?)');

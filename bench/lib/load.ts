@@ -65,6 +65,9 @@ export async function throughputDetail(
       );
     }
   }
+  // Handled from the start: a server that dies mid-window fails the run at its end, not as an unhandled rejection.
+  const all = Promise.all(loops);
+  all.catch(() => {});
   await new Promise((r) => setTimeout(r, warmupMs));
   counting = true;
   const p0 = probe();
@@ -76,7 +79,7 @@ export async function throughputDetail(
   const seconds = Number(t1 - t0) / 1e9;
   const rate = count / seconds;
   stop = true;
-  await Promise.all(loops);
+  await all;
   return { rate, completed, window: { count, fromUs: Number(t0 / 1000n), toUs: Number(t1 / 1000n), probe: p1 - p0 } };
 }
 

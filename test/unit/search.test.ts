@@ -4,6 +4,7 @@ import type { Db } from '../../src/storage/sqlite/db.ts';
 import type { ConversationStore } from '../../src/storage/sqlite/store.ts';
 import { ftsQuery, NARROW_FILTER_ROWS, SessionSearch, snippetOf, type SearchOptions } from '../../src/storage/sqlite/search.ts';
 import type { Message } from '../../src/models/types.ts';
+import { IDF_COUNT_CAP } from '../../src/storage/sqlite/search-bm25.ts';
 import { freshStore } from '../helpers/sqlite-store.ts';
 
 let db: Db;
@@ -140,6 +141,18 @@ describe('session search', () => {
     store.delete(id);
     expect(q('quince')).toEqual([]);
     expect(db.prepare('SELECT count(*) AS n FROM messages_fts').get()).toEqual({ n: 0 });
+  });
+
+  it('a one-word search weighs its word by the walk for its candidates, exactly as a filtered search counts it', () => {
+    // Past IDF_COUNT_CAP matches in messages and in titles, so that both weights are estimated from the newest matches.
+    // In a third of them, fewer than half (a word in most rows weighs the same floor however it is counted).
+    for (let c = 0; c < 4 * IDF_COUNT_CAP; c++) {
+      conversation('a', `s${c}`, [user(c % 3 ? `word ${c}` : `common ${c % 7 ? 'word' : 'common'} ${c}`), assistant(c % 5 ? 'other' : 'a common reply')]);
+    }
+    const unfiltered = q('common', { limit: 20 });
+    expect(unfiltered).toHaveLength(20);
+    // The filter allows every conversation, so it finds the same candidates, but counts the word with walks of its own.
+    expect(q('common', { limit: 20, agent: 'a' })).toEqual(unfiltered);
   });
 
   it('a filter allowing more than NARROW_FILTER_ROWS messages walks the matches instead of its messages, with the same result', () => {

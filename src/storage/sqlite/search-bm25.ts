@@ -5,15 +5,26 @@
  * word's search grew with the data however few rows it ranked. Here the
  * count stops at IDF_COUNT_CAP: up to it, the count is exact and the score is
  * FTS5's to rounding; past it, a word's frequency among the newest messages
- * stands for its frequency overall (such a word's weight is near its floor
- * either way). The formula is FTS5's (fts5_aux.c, fts5Bm25Function): k1 1.2,
+ * stands for its frequency overall (the weight follows the count's logarithm,
+ * so a count off by some percent moves it by much less). The formula is FTS5's (fts5_aux.c, fts5Bm25Function): k1 1.2,
  * b 0.75, the document's length and the average over all its columns, each
  * word's column frequencies weighted, a non-positive IDF raised to 1e-6.
  */
 import type { Db } from './db.ts';
+import { SEARCH_CANDIDATES } from '../search-rules.ts';
 
-/** Matches of one word counted exactly before its document frequency is estimated. */
-export const IDF_COUNT_CAP = 1_000;
+/**
+ * Matches of one word counted exactly before its document frequency is
+ * estimated: as many as ranking looks at, so that a one-word search's walk
+ * for its candidates counts its word too (search.ts).
+ */
+export const IDF_COUNT_CAP = SEARCH_CANDIDATES;
+
+/** A word's newest matches, walked newest first up to IDF_COUNT_CAP: how many, and the rowid of the oldest of them. */
+export interface NewestMatches {
+  n: number;
+  last: number | null;
+}
 
 const K1 = 1.2;
 const B = 0.75;
@@ -235,9 +246,10 @@ export class Bm25Stats {
    * A scorer for `words` (each one FTS5 string: a phrase of its tokens) of
    * a row given as its indexed columns' text, exactly as indexed, each
    * whole or in pieces. Costs at most IDF_COUNT_CAP steps per word, however
-   * many rows match.
+   * many rows match, and none for a word in `walked` (its matches already
+   * walked by the caller, newest first, up to IDF_COUNT_CAP).
    */
-  scorer(words: readonly string[]): (columns: readonly TextPieces[]) => number {
+  scorer(words: readonly string[], walked?: ReadonlyMap<string, NewestMatches>): (columns: readonly TextPieces[]) => number {
     const block = this.#averages.get()?.block;
     let rows = 0;
     let totalTokens = 0;
@@ -255,7 +267,7 @@ export class Bm25Stats {
     let span: RowidSpan | undefined;
     const rowidSpan = (): RowidSpan => (span ??= { lo: this.#lowest.get()?.id ?? null, hi: this.#highest.get()?.id ?? null });
     const idf = words.map((w) => {
-      const hits = this.#documentFrequency(`"${w}"`, rows, rowidSpan);
+      const hits = this.#documentFrequency(walked?.get(w) ?? this.#capped.get(`"${w}"`, IDF_COUNT_CAP)!, rows, rowidSpan);
       const v = Math.log((rows - hits + 0.5) / (hits + 0.5));
       return v > 0 ? v : 1e-6;
     });
@@ -286,9 +298,9 @@ export class Bm25Stats {
     };
   }
 
-  /** How many rows match `phrase`: exact up to IDF_COUNT_CAP, beyond it estimated from the newest matches' density. */
-  #documentFrequency(phrase: string, rows: number, rowidSpan: () => RowidSpan): number {
-    const { n, last } = this.#capped.get(phrase, IDF_COUNT_CAP)!;
+  /** How many rows match a word whose newest matches are `newest`: exact up to IDF_COUNT_CAP, beyond it estimated from their density. */
+  #documentFrequency(newest: NewestMatches, rows: number, rowidSpan: () => RowidSpan): number {
+    const { n, last } = newest;
     if (n < IDF_COUNT_CAP || last === null) return n;
     const { lo, hi } = rowidSpan();
     if (lo === null || hi === null) return IDF_COUNT_CAP;

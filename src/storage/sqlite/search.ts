@@ -11,7 +11,7 @@ import type { SearchOptions } from '../../threads/storage/messages.ts';
 import type { SearchWindowMessage, SessionHit } from '../../shared/wire/ops.ts';
 import { SearchIndex } from './search-index.ts';
 import { ftsQuery, queryWords, rankConversations, SEARCH_CANDIDATES, windowSides } from '../search-rules.ts';
-import { Bm25Stats, CONVERSATIONS_FTS, MESSAGES_FTS, type TextPieces } from './search-bm25.ts';
+import { Bm25Stats, CONVERSATIONS_FTS, MESSAGES_FTS, type NewestMatches, type TextPieces } from './search-bm25.ts';
 import { MessageTexts, TEXT_READ_LIMITS, type TextReadLimits } from './search-texts.ts';
 import { SearchBudget } from '../search-budget.ts';
 
@@ -64,6 +64,11 @@ function candidateFrom(wholeTextBytes: number): string {
   return `s.id, s.conversation_id, s.idx, octet_length(s.content) AS bytes,
     CASE WHEN octet_length(s.content) <= ${Math.floor(wholeTextBytes)} THEN s.content END AS content, s.role, s.tool_calls IS NOT NULL
     FROM messages_fts f JOIN messages s ON s.id = f.rowid`;
+}
+
+/** A one-word search's candidate walk as its word's count walk (search-bm25.ts). */
+function newest(word: string, n: number, last: number | undefined): Map<string, NewestMatches> {
+  return new Map([[word, { n, last: last ?? null }]]);
 }
 
 /** The scorer of a table with no matches: never called. */
@@ -184,9 +189,12 @@ export class SessionSearch {
     const words = queryWords(o.query)!;
     let rows: Candidate[];
     let titles: TitleCandidate[];
+    let walked: { messages: Map<string, NewestMatches>; titles: Map<string, NewestMatches> } | undefined;
     if (o.agent === null && o.sender === null) {
       rows = this.#candidates.all(match, SEARCH_CANDIDATES);
       titles = this.#titleCandidates.all(match, SEARCH_CANDIDATES);
+      // One word, no filter: the walks for candidates were its newest matches, as many as its count walks (IDF_COUNT_CAP).
+      if (words.length === 1) walked = { messages: newest(words[0]!, rows.length, rows.at(-1)?.[0]), titles: newest(words[0]!, titles.length, titles.at(-1)?.id) };
     } else {
       const f = this.#filteredStatements(o.agent, o.sender);
       const values = [o.agent, o.sender].filter((v) => v !== null);
@@ -197,8 +205,8 @@ export class SessionSearch {
     }
     // The index chose the candidates; only their texts are read, each checked against the budget first.
     // Word weights are read only for a table with matches (a search of rare words often has none).
-    const score = rows.length > 0 ? this.#messageStats.scorer(words) : noScore;
-    const titleScore = titles.length > 0 ? this.#titleStats.scorer(words) : noScore;
+    const score = rows.length > 0 ? this.#messageStats.scorer(words, walked?.messages) : noScore;
+    const titleScore = titles.length > 0 ? this.#titleStats.scorer(words, walked?.titles) : noScore;
     const candidates = rows
       .map((r) => {
         budget.check();

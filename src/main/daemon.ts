@@ -32,7 +32,6 @@ import { ObserverHub } from './bus/observers.ts';
 import { StoragePool } from './hosts/storage-pool.ts';
 import { startWriter, type WriterHost } from './hosts/writer-host.ts';
 import { McpHub } from './hosts/mcp-hub.ts';
-import { registerCluster } from '../cluster/cluster-topology.ts';
 import { LocalTopology } from './local-topology.ts';
 import type { Topology } from './topology.ts';
 import { startSchedules } from './schedules/start.ts';
@@ -269,7 +268,8 @@ async function assemble(config: ResolvedConfig, reread: () => ResolvedConfig): P
   const ledger: TurnLedger = new TurnLedger(bothSinks(rates, traces));
   const pool = createShardPool(config, { writeLock, log, ledger, metrics, traces });
   // The topology first: a cluster node that cannot reach NATS fails before anything else starts.
-  const topology = config.cluster === null ? new LocalTopology(pool) : await registerCluster({ config, pool, log });
+  // Imported only for a cluster node: NATS and the cluster's modules are a good part of a single node's start-up.
+  const topology = config.cluster === null ? new LocalTopology(pool) : await (await import('../cluster/cluster-topology.ts')).registerCluster({ config, pool, log });
   const { storage, startup } = await openStorage(config, store, writeLock, log);
   const writer = store?.kind === 'sqlite' ? await startWriter(config, store.path, writeLock, log) : null;
   const agents = new AgentRegistry(startup.agents, DEFAULT_AGENT_NAME);

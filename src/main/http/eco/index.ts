@@ -6,7 +6,7 @@
 import type { HttpRouter } from '../router.ts';
 import { inboundEventsRoute, type InboundEventsOptions } from './inbound-events.ts';
 import { a2aRoutes } from './a2a.ts';
-import { mcpRoutes } from './mcp-server.ts';
+import { mcpRoutes } from './mcp-routes.ts';
 import { responsesRoute } from './openai-responses.ts';
 import { chatCompletionsRoute, modelRoute, modelsRoute } from './openai-chat.ts';
 

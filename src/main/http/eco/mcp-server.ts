@@ -13,7 +13,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { toWireError } from '../../../shared/errors.ts';
-import type { HttpExchange, HttpMethod, HttpRoute } from '../router.ts';
+import type { HttpExchange } from '../router.ts';
 import { agentNames, runTurn } from './turn.ts';
 
 const PREFIX = 'ask_';
@@ -69,7 +69,8 @@ function serverFor(req: IncomingMessage, x: HttpExchange): Server {
   return server;
 }
 
-async function serveMcp(req: IncomingMessage, res: ServerResponse, x: HttpExchange): Promise<void> {
+/** Answers one `/mcp` request (mcp-routes.ts imports this module on the first one). */
+export async function serveMcp(req: IncomingMessage, res: ServerResponse, x: HttpExchange): Promise<void> {
   const body = req.method === 'POST' ? await x.readJson() : undefined;
   const server = serverFor(req, x);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -79,19 +80,4 @@ async function serveMcp(req: IncomingMessage, res: ServerResponse, x: HttpExchan
   });
   await server.connect(transport);
   await transport.handleRequest(req, res, body);
-}
-
-function mcpRoute(method: HttpMethod): HttpRoute {
-  return {
-    method,
-    path: '/mcp',
-    tag: 'mcp-server',
-    summary: 'MCP server (Streamable HTTP, stateless): each agent as the tool ask_<agent> (docs/http-ecosystem.md)',
-    handler: serveMcp,
-  };
-}
-
-/** POST carries the JSON-RPC messages; GET and DELETE are answered by the SDK (405 in stateless mode). */
-export function mcpRoutes(): HttpRoute[] {
-  return [mcpRoute('POST'), mcpRoute('GET'), mcpRoute('DELETE')];
 }

@@ -20,7 +20,6 @@ export type SearchOwner = number | null;
 
 export class SearchLane {
   readonly #pool: Piscina;
-  readonly #threads: number;
   readonly #timeoutMs: number;
   /** Each search in progress (queued or running): its cancel flag and its owner. */
   readonly #inProgress = new Map<SharedArrayBuffer, SearchOwner>();
@@ -28,9 +27,9 @@ export class SearchLane {
   #cancelled = 0;
 
   constructor(threads: number, init: StorageInit, timeoutMs: number, onError: (err: unknown) => void) {
-    this.#threads = threads;
     this.#timeoutMs = timeoutMs;
-    this.#pool = storageThreadPool(threads, init, onError);
+    // Its threads start with the first searches: a daemon that is never searched never starts them.
+    this.#pool = storageThreadPool(threads, init, onError, true);
   }
 
   /** The search's reply; 504 past its budget, 499 when cancelled. */
@@ -65,7 +64,7 @@ export class SearchLane {
   /** Cancels every search, then closes the threads (within STORAGE_CLOSE_MS). */
   async close(): Promise<void> {
     for (const cancel of this.#inProgress.keys()) cancelSearch(cancel);
-    await closeStorageThreads(this.#pool, this.#threads);
+    await closeStorageThreads(this.#pool);
   }
 
   /** Stops the threads without touching the store. */

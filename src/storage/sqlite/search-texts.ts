@@ -31,6 +31,8 @@ export const TEXT_READ_LIMITS: TextReadLimits = { wholeTextBytes: WHOLE_TEXT_BYT
 type IndexedColumn = 'user_text' | 'assistant_text';
 /** A window's message; `content` is null when it is too big to read whole. */
 type WindowRowRead = Omit<WindowRow, 'content'> & { id: number; content: string | null; bytes: number };
+/** The same, as the columns of a raw row. */
+type WindowColumns = [id: number, idx: number, role: WindowRow['role'], content: string | null, bytes: number, name: string | null, toolCalls: string | null];
 
 export class MessageTexts {
   readonly #limits: TextReadLimits;
@@ -50,9 +52,12 @@ export class MessageTexts {
     };
     this.#contentSlice = db.prepare<[number, number, number], { s: string }>('SELECT substr(content, ?, ?) AS s FROM messages WHERE id = ?');
     // octet_length reads a text's size from its record header, without loading the text.
-    this.#window = db.prepare<[number, number, number, number], WindowRowRead>(`
+    // Rows of columns (raw): better-sqlite3 makes an object per row at several times the cost of an array.
+    this.#window = db
+      .prepare<[number, number, number, number], WindowColumns>(`
       SELECT id, idx, role, CASE WHEN octet_length(content) <= ? THEN content END AS content, octet_length(content) AS bytes, name, tool_calls
-      FROM messages WHERE conversation_id = ? AND idx BETWEEN ? AND ? ORDER BY idx`);
+      FROM messages WHERE conversation_id = ? AND idx BETWEEN ? AND ? ORDER BY idx`)
+      .raw(true);
   }
 
   /** The names of the tools an assistant message called, as indexed ('' when it is gone). */
@@ -76,8 +81,9 @@ export class MessageTexts {
   /** The window's messages of one conversation, idx `from` to `to`, each with a snippet around the first of `words`. */
   window(conversationId: number, from: number, to: number, words: readonly string[], budget: SearchBudget = UNBOUNDED): SearchWindowMessage[] {
     const bytes = SEARCH_LIMITS.snippetBytes;
-    return this.#window.all(Math.max(this.#limits.wholeTextBytes, bytes), conversationId, from, to).map((m) =>
-      windowEntry(m, () =>
+    return this.#window.all(Math.max(this.#limits.wholeTextBytes, bytes), conversationId, from, to).map(([id, idx, role, content, size, name, toolCalls]) => {
+      const m: WindowRowRead = { id, idx, role, content, bytes: size, name, tool_calls: toolCalls };
+      return windowEntry(m, () =>
         m.content !== null
           ? snippetOf(m.content, words, bytes)
           : snippetOfSlices(
@@ -89,8 +95,8 @@ export class MessageTexts {
               bytes,
               this.#sliceChars(m.bytes),
             ),
-      ),
-    );
+      );
+    });
   }
 
   #sliceChars(bytes: number): number {

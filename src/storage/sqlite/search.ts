@@ -37,10 +37,12 @@ function candidateStatement(db: Db, sql: string): Statement<(string | number)[],
   return db.prepare<(string | number)[], Candidate>(sql).raw(true);
 }
 
-interface TitleCandidate {
-  id: number;
-  title: string;
-  summary: string;
+/** A conversation whose title or summary matches: its id, title and summary ('' when none), as a row of columns. */
+type TitleCandidate = [id: number, title: string, summary: string];
+
+/** A title candidate statement, returning its rows as columns (TitleCandidate). */
+function titleStatement(db: Db, sql: string): Statement<(string | number)[], TitleCandidate> {
+  return db.prepare<(string | number)[], TitleCandidate>(sql).raw(true);
 }
 
 /** The statements of a search narrowed by agent, sender or both; `?` after the query are the filter's values. */
@@ -110,7 +112,8 @@ export class SessionSearch {
     // there. Ranking every match made a search's cost grow with the number of matches (PROTOCOL §4.3).
     this.#candidates = candidateStatement(db, `SELECT ${this.#candidateFrom} WHERE messages_fts MATCH ? ORDER BY f.rowid DESC LIMIT ?`);
     // Titles and summaries the same way: the newest SEARCH_CANDIDATES matching conversations (rowid = conversations.id).
-    this.#titleCandidates = db.prepare<[string, number], TitleCandidate>(
+    this.#titleCandidates = titleStatement(
+      db,
       `SELECT rowid AS id, title, coalesce(summary, '') AS summary FROM conversations_fts WHERE conversations_fts MATCH ? ORDER BY rowid DESC LIMIT ?`,
     );
     this.#conversation = db.prepare<[number], { agent: string; sender: string; title: string; created_at: string; updated_at: string }>(
@@ -146,10 +149,10 @@ export class SessionSearch {
         ORDER BY f.rowid DESC LIMIT ?`,
       ),
       // A join: FTS5 drives and each match looks its conversation up.
-      titleCandidates: db.prepare(`
+      titleCandidates: titleStatement(db, `
         SELECT f.rowid AS id, f.title, coalesce(f.summary, '') AS summary FROM conversations_fts f JOIN conversations c ON c.id = f.rowid
         WHERE conversations_fts MATCH ? AND ${where('c.')} ORDER BY f.rowid DESC LIMIT ?`),
-      narrowTitleCandidates: db.prepare(`
+      narrowTitleCandidates: titleStatement(db, `
         SELECT rowid AS id, title, coalesce(summary, '') AS summary FROM conversations_fts
         WHERE conversations_fts MATCH ? AND rowid ${allowed} ORDER BY rowid DESC LIMIT ?`),
     };
@@ -194,7 +197,7 @@ export class SessionSearch {
       rows = this.#candidates.all(match, SEARCH_CANDIDATES);
       titles = this.#titleCandidates.all(match, SEARCH_CANDIDATES);
       // One word, no filter: the walks for candidates were its newest matches, as many as its count walks (IDF_COUNT_CAP).
-      if (words.length === 1) walked = { messages: newest(words[0]!, rows.length, rows.at(-1)?.[0]), titles: newest(words[0]!, titles.length, titles.at(-1)?.id) };
+      if (words.length === 1) walked = { messages: newest(words[0]!, rows.length, rows.at(-1)?.[0]), titles: newest(words[0]!, titles.length, titles.at(-1)?.[0]) };
     } else {
       const f = this.#filteredStatements(o.agent, o.sender);
       const values = [o.agent, o.sender].filter((v) => v !== null);
@@ -214,7 +217,7 @@ export class SessionSearch {
       })
       .sort((a, b) => b.score - a.score);
     // Title and summary matches add to their conversation's score.
-    const lifts = titles.map((c) => ({ id: c.id, score: titleScore([c.title, c.summary]) }));
+    const lifts = titles.map(([id, title, summary]) => ({ id, score: titleScore([title, summary]) }));
     const { before, after } = windowSides(o.contextBefore, o.contextAfter);
     return rankConversations(candidates, lifts, o.limit).flatMap(({ id, idx, score }) => {
       budget.check();

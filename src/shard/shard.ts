@@ -7,6 +7,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { FromShard, OutputBuffers, ShardInit, StopRequest, ToShard } from '../shared/threads/shard-messages.ts';
+import type { ShardBoot } from '../shared/threads/shard-boot.ts';
 import { createLogger } from '../shared/log.ts';
 import { decodeTurnContent } from '../shared/codec.ts';
 import { Outbox } from './outbox.ts';
@@ -26,7 +27,10 @@ import { shardOf } from '../shared/hash.ts';
 import { pairKey } from './conversation.ts';
 import { callMeter } from './call-meter.ts';
 
-const init = workerData as ShardInit;
+// The thread starts before main knows its init (ShardBoot): the modules above load meanwhile.
+const { initPort } = workerData as ShardBoot;
+const init = await new Promise<ShardInit>((resolve) => initPort.once('message', resolve));
+initPort.close();
 const port = parentPort!;
 const log = createLogger(init.logLevel, { shard: init.index });
 callMeter.observe(init.observe);

@@ -21,7 +21,7 @@
  * stores the turns it was running as ended `stalled`.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { startShard, stopShard } from './shard-thread.ts';
+import { prestartShard, stopShard, type PendingShard } from './shard-thread.ts';
 import { AgentdError, Code } from '../../shared/errors.ts';
 import { forEachSection, readEventList } from '../../shared/byte-layouts.ts';
 import { shardOf } from '../../shared/hash.ts';
@@ -68,6 +68,8 @@ export class ShardPool {
   #outputs: ShardOutputs | null = null;
   #stalls = 0;
   #queuedTurnsDropped = 0;
+  /** Each shard's first thread, started at construction so that its modules load while main opens the store. */
+  readonly #prestarted: (PendingShard | null)[];
 
   constructor(opts: ShardPoolOptions) {
     this.count = opts.count;
@@ -78,6 +80,7 @@ export class ShardPool {
       const cells = new Int32Array(0);
       this.#shards.push({ index, worker: null, outbound: [], inflight: new Map(), answers: new PendingReplies(), runLists: new PendingReplies(), generation: 0, cells });
     }
+    this.#prestarted = this.#shards.map((shard) => this.#prestart(shard));
   }
 
   /** Starts every shard and resolves when all have said `ready`. */
@@ -247,13 +250,16 @@ export class ShardPool {
     const heartbeat = new SharedArrayBuffer(Heartbeat.CELLS * Int32Array.BYTES_PER_ELEMENT);
     shard.cells = new Int32Array(heartbeat);
     const init: ShardInit = { ...outputs.init(shard.index), heartbeat, heartbeatMs: this.#watchdog.intervalMs, stalled };
-    const worker = startShard(init);
+    const pending = this.#prestarted[shard.index] ?? this.#prestart(shard);
+    this.#prestarted[shard.index] = null;
+    const worker = pending.worker;
     shard.worker = worker;
     // What waited for a replacement goes now; the shard takes it once its start-up work is done.
     // The standing state first (a replacement knows nothing of it), then what waited for the replacement.
     const waiting = [...this.#standing.values(), ...shard.outbound.splice(0)];
     if (waiting.length > 0) this.#enqueue(shard, ...waiting);
     return new Promise<void>((resolve, reject) => {
+      if (pending.exited !== null) return reject(new Error(`shard ${shard.index} exited with code ${pending.exited} during start-up`));
       let ready = false;
       worker.on('message', (msg: FromShard) => {
         if (msg.type === 'frames') return this.#onBatch(shard, msg, outputs);
@@ -270,7 +276,12 @@ export class ShardPool {
         if (this.#closing || shard.generation !== generation) return;
         this.#onCrash(shard, `shard crashed (exit code ${code})`, outputs);
       });
+      pending.start(init);
     });
+  }
+
+  #prestart(shard: ShardThread): PendingShard {
+    return prestartShard((err) => this.#opts.log.error({ err, shard: shard.index }, 'shard failed while starting'));
   }
 
   /** Writes each connection's section; the buffer goes back to the shard once every write is done (OutputReturns). */

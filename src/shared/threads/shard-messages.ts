@@ -12,7 +12,7 @@ import type { RunInfo, RunStatus } from '../wire/runs.ts';
 import type { CallStatus, Tally } from './call-tally.ts';
 import type { Message } from '../../models/types.ts';
 
-/** What a shard receives when it starts (workerData). */
+/** What a shard receives when it starts (on ShardBoot.initPort, shard-boot.ts). */
 export interface ShardInit {
   index: number;
   shards: number;

@@ -1,12 +1,17 @@
 /**
  * Dispatch latency: `ping` round trips with one request in flight, over UDS
  * and TCP; and turn latency: a one-word `stream` to its first frame and to
- * its `end`, beside agentd's own ping and Redis PING in the same rounds.
+ * its `end`, beside agentd's own ping and Redis PING in the same rounds;
+ * and a daemon's start, from spawning it to its ready line, beside a bare
+ * `node` process's start to exit.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createHistogram } from 'node:perf_hooks';
 import { frameClient, redisPingClient, type BenchClient } from '../lib/clients.ts';
 import { PING, target, type BenchContext, type System } from '../lib/context.ts';
 import { latency } from '../lib/load.ts';
+import { startAgentd } from '../lib/processes.ts';
 
 export async function run(ctx: BenchContext): Promise<void> {
   const n = ctx.sizes.latencyN;
@@ -58,4 +63,21 @@ export async function run(ctx: BenchContext): Promise<void> {
       return [first.percentile(50) / 1000, end.percentile(50) / 1000, end.percentile(99) / 1000];
     },
   );
+  await startupLatency(ctx);
+}
+
+/** A fresh daemon (a new home, echo) from spawn to its ready line; stopping it is not counted. */
+async function startupLatency(ctx: BenchContext): Promise<void> {
+  const bare = 'node -e "" (start to exit)';
+  await ctx.report.compare('latency', [{ name: `daemon start to ready, ${ctx.workers} workers`, unit: 'ms' }], [{ name: 'agentd' }, { name: bare }], async (sys) => {
+    const t0 = performance.now();
+    if (sys.name === bare) {
+      await once(spawn(process.execPath, ['-e', ''], { stdio: 'ignore' }), 'exit');
+      return [performance.now() - t0];
+    }
+    const d = await startAgentd(ctx.workers, { assistant: { model: 'echo' } });
+    const ms = performance.now() - t0;
+    await d.stop();
+    return [ms];
+  });
 }

@@ -26,11 +26,15 @@ const CATCH_UP_BATCH = 2_000;
 
 /**
  * A message that matches: its content when it is small enough to read
- * whole, else null (read in slices), its role (only user and assistant
- * messages are indexed) and whether it called tools. A row of columns, from
- * a statement in raw mode: an object per row cost more than reading the row.
+ * whole, else its size in bytes (it is read in slices), and its flags
+ * (USER_TEXT: a user message, else an assistant one, the only roles
+ * indexed; CALLED_TOOLS). A row of columns, from a statement in raw mode,
+ * as few as will do: better-sqlite3 builds each row and each value of it
+ * through V8's API, which cost more than reading the row.
  */
-type Candidate = [id: number, conversationId: number, idx: number, bytes: number, content: string | null, role: string, calledTools: number];
+type Candidate = [id: number, conversationId: number, idx: number, contentOrBytes: string | number, flags: number];
+const USER_TEXT = 1;
+const CALLED_TOOLS = 2;
 
 /** A candidate statement, returning its rows as columns (Candidate). */
 function candidateStatement(db: Db, sql: string): Statement<(string | number)[], Candidate> {
@@ -63,8 +67,9 @@ interface FilteredStatements {
  * them for every candidate; the view still says what is indexed.
  */
 function candidateFrom(wholeTextBytes: number): string {
-  return `s.id, s.conversation_id, s.idx, octet_length(s.content) AS bytes,
-    CASE WHEN octet_length(s.content) <= ${Math.floor(wholeTextBytes)} THEN s.content END AS content, s.role, s.tool_calls IS NOT NULL
+  return `s.id, s.conversation_id, s.idx,
+    CASE WHEN octet_length(s.content) <= ${Math.floor(wholeTextBytes)} THEN s.content ELSE octet_length(s.content) END,
+    (s.role = 'user') * ${USER_TEXT} + (s.tool_calls IS NOT NULL) * ${CALLED_TOOLS}
     FROM messages_fts f JOIN messages s ON s.id = f.rowid`;
 }
 
@@ -166,13 +171,13 @@ export class SessionSearch {
    * again by id, in slices (a message deleted since it matched scores 0).
    */
   #score(score: (columns: readonly TextPieces[]) => number, c: Candidate, budget: SearchBudget): number {
-    const [id, , , bytes, content, role, calledTools] = c;
-    if (content !== null) {
+    const [id, , , content, flags] = c;
+    if (typeof content === 'string') {
       // As messages_searchable splits a message: user text, assistant text, the names of the tools it called.
-      if (role === 'user') return score([content, '', '']);
-      return score(['', content, calledTools ? this.#texts.toolNames(id) : '']);
+      if (flags & USER_TEXT) return score([content, '', '']);
+      return score(['', content, flags & CALLED_TOOLS ? this.#texts.toolNames(id) : '']);
     }
-    const columns = this.#texts.inSlices(id, bytes, budget);
+    const columns = this.#texts.inSlices(id, content, budget);
     return columns === undefined ? 0 : score(columns);
   }
 

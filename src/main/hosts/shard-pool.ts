@@ -221,7 +221,9 @@ export class ShardPool {
     this.#closing = true;
     this.#watchdog.stop();
     this.#flushAll();
-    await Promise.all(this.#shards.map((s) => (s.worker === null ? undefined : stopShard(s.worker))));
+    // A thread started for a shard that never got its init has nothing to close.
+    const unstarted = this.#prestarted.splice(0).flatMap((p) => (p === null ? [] : [p.worker.terminate()]));
+    await Promise.all([...unstarted, ...this.#shards.map((s) => (s.worker === null ? undefined : stopShard(s.worker)))]);
   }
 
   #enqueue(s: ShardThread, ...msgs: ToShard[]): void {

@@ -5,10 +5,11 @@
  * word's search grew with the data however few rows it ranked. Here the
  * count stops at IDF_COUNT_CAP: up to it, the count is exact and the score is
  * FTS5's to rounding; past it, a word's frequency among the newest messages
- * stands for its frequency overall (the weight follows the count's logarithm,
- * so a count off by some percent moves it by much less). The formula is FTS5's (fts5_aux.c, fts5Bm25Function): k1 1.2,
- * b 0.75, the document's length and the average over all its columns, each
- * word's column frequencies weighted, a non-positive IDF raised to 1e-6.
+ * stands for its frequency overall (the weight follows the count's
+ * logarithm, so a count off by some percent moves it by much less). The
+ * formula is FTS5's (fts5_aux.c, fts5Bm25Function): k1 1.2, b 0.75, the
+ * document's length and the average over all its columns, each word's
+ * column frequencies weighted, a non-positive IDF raised to 1e-6.
  */
 import type { Db } from './db.ts';
 import { SEARCH_CANDIDATES } from '../search-rules.ts';

@@ -20,6 +20,7 @@ export type SearchOwner = number | null;
 
 export class SearchLane {
   readonly #pool: Piscina;
+  readonly #threads: number;
   readonly #timeoutMs: number;
   /** Each search in progress (queued or running): its cancel flag and its owner. */
   readonly #inProgress = new Map<SharedArrayBuffer, SearchOwner>();
@@ -27,9 +28,9 @@ export class SearchLane {
   #cancelled = 0;
 
   constructor(threads: number, init: StorageInit, timeoutMs: number, onError: (err: unknown) => void) {
+    this.#threads = threads;
     this.#timeoutMs = timeoutMs;
-    // Its threads start with the first searches: a daemon that is never searched never starts them.
-    this.#pool = storageThreadPool(threads, init, onError, true);
+    this.#pool = storageThreadPool(threads, init, onError);
   }
 
   /** The search's reply; 504 past its budget, 499 when cancelled. */
@@ -64,7 +65,7 @@ export class SearchLane {
   /** Cancels every search, then closes the threads (within STORAGE_CLOSE_MS). */
   async close(): Promise<void> {
     for (const cancel of this.#inProgress.keys()) cancelSearch(cancel);
-    await closeStorageThreads(this.#pool);
+    await closeStorageThreads(this.#pool, this.#threads);
   }
 
   /** Stops the threads without touching the store. */

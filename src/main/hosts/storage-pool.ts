@@ -15,12 +15,14 @@ import { closeStorageThreads, storageThreadPool } from './storage-threads.ts';
 
 export class StoragePool {
   readonly #pool: Piscina;
+  readonly #threads: number;
   readonly #searches: SearchLane;
   readonly store: StoreLocation;
 
   /** `threads` threads for searches (search-lane.ts), as many for everything else; a search ends past `searchTimeoutMs`. */
   constructor(threads: number, init: StorageInit, onError: (err: unknown) => void, searchTimeoutMs: number) {
     this.store = init.store;
+    this.#threads = threads;
     this.#pool = storageThreadPool(threads, init, onError);
     this.#searches = new SearchLane(threads, init, searchTimeoutMs, onError);
   }
@@ -99,7 +101,7 @@ export class StoragePool {
   async close(): Promise<void> {
     this.#stopTimers();
     if (this.#maintenance !== null) clearInterval(this.#maintenance);
-    await Promise.all([this.#searches.close(), closeStorageThreads(this.#pool)]);
+    await Promise.all([this.#searches.close(), closeStorageThreads(this.#pool, this.#threads)]);
   }
 
   /** Stops the threads without touching the store (a start that failed: the store may be one to leave alone). */

@@ -26,16 +26,10 @@ const STORAGE_YOUNG_GENERATION_MB = 6;
  */
 export const STORAGE_CLOSE_MS = 5_000;
 
-/**
- * `threads` storage threads, all started now, or with `onDemand` each when a
- * task finds the others busy (then kept): a thread's start costs about as
- * much CPU as the rest of a daemon's start-up, so threads that may never be
- * used start when they are.
- */
-export function storageThreadPool(threads: number, init: StorageInit, onError: (err: unknown) => void, onDemand = false): Piscina {
+export function storageThreadPool(threads: number, init: StorageInit, onError: (err: unknown) => void): Piscina {
   const pool = new Piscina({
     filename: workerScript('storage-tasks'),
-    minThreads: onDemand ? 0 : threads,
+    minThreads: threads,
     maxThreads: threads,
     idleTimeout: Infinity,
     workerData: init,
@@ -52,10 +46,7 @@ export function storageThreadPool(threads: number, init: StorageInit, onError: (
  * database file), then the pool ends; after STORAGE_CLOSE_MS the threads
  * are terminated whatever they are doing.
  */
-export async function closeStorageThreads(pool: Piscina): Promise<void> {
-  // Each thread started takes one close task (the barrier holds it until all have one); none started, none to close.
-  const threads = pool.threads.length;
-  if (threads === 0) return pool.destroy();
+export async function closeStorageThreads(pool: Piscina, threads: number): Promise<void> {
   const barrier = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
   const closes = Array.from({ length: threads }, () => pool.run({ op: 'close', barrier, threads }).catch(() => {}));
   let timer: NodeJS.Timeout | undefined;

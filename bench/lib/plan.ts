@@ -59,7 +59,10 @@ export function roundsFor(suite: string, quick: boolean): number {
 /**
  * Rate windows. Rates here are thousands of requests a second, so one second
  * counts thousands and the window's own sampling error is far below the
- * machine's noise; the warm-up covers a fresh daemon's JIT.
+ * machine's noise. The warm-up lets a fresh daemon's connections open and
+ * its first code compile; it does not cover all of a fresh process's
+ * compilation, so a suite whose ratio is a per-turn cost against a leaner
+ * process (floor) warms both sides longer before counting.
  */
 export function sizesFor(quick: boolean): BenchContext['sizes'] {
   return quick ? { latencyN: 2_000, rateMs: 700, warmupMs: 200 } : { latencyN: 10_000, rateMs: 1_000, warmupMs: 400 };

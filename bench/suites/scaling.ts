@@ -15,11 +15,30 @@ import { availableParallelism } from 'node:os';
 import { frameClient } from '../lib/clients.ts';
 import { turnBody, type BenchContext } from '../lib/context.ts';
 import { median, spread, throughput } from '../lib/load.ts';
-import { startAgentd } from '../lib/processes.ts';
+import { startAgentd, type Proc } from '../lib/processes.ts';
 import { Report } from '../lib/report.ts';
 
 const CPU_US = 2_000;
 const ECHO_WORKERS = [1, 2, 4, 8, 16];
+
+/** Daemons kept for the whole suite, one per configuration: started on first use, stopped at the end. */
+class Daemons {
+  readonly #live = new Map<string, Proc>();
+
+  async get(key: string, start: () => Promise<Proc>): Promise<Proc> {
+    let d = this.#live.get(key);
+    if (d === undefined) {
+      d = await start();
+      this.#live.set(key, d);
+    }
+    return d;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.#live.values()].map((d) => d.stop()));
+    this.#live.clear();
+  }
+}
 
 /**
  * Stored echo turns/s and persistence-off echo turns/s at each of
@@ -27,24 +46,23 @@ const ECHO_WORKERS = [1, 2, 4, 8, 16];
  * baseline checkout's daemon runs the stored load too, right beside this
  * one's in every round (persistence off does not touch the store, so it runs
  * once), so a before/after ratio does not depend on when the machine was busy.
+ * Each configuration's daemon starts once and serves every round (an idle
+ * daemon costs the others nothing measurable; starting 30 cost most of the
+ * suite's time), each round on pairs new to it.
  */
-async function echoScaling(ctx: BenchContext): Promise<void> {
+async function echoScaling(ctx: BenchContext, daemons: Daemons): Promise<void> {
   const rates = new Map<string, number[]>();
   const roots: (string | undefined)[] = ctx.baseline === undefined ? [undefined] : [undefined, ctx.baseline];
   const runs = [...roots.map((root) => ({ root, persist: true })), { root: undefined, persist: false }];
   for (let round = 0; round < ctx.report.rounds; round++) {
     for (const workers of round % 2 === 0 ? ECHO_WORKERS : [...ECHO_WORKERS].reverse()) {
       for (const { root, persist } of round % 2 === 0 ? runs : [...runs].reverse()) {
-        const d = await startAgentd(workers, { assistant: { model: 'echo' } }, persist ? {} : { persist: false }, { root });
-        try {
-          const cs = await Promise.all(Array.from({ length: 32 }, (_, i) => frameClient(d.unix, turnBody(`sc${i}`))));
-          const r = await throughput(cs, 8, ctx.sizes.rateMs, ctx.sizes.warmupMs);
-          for (const c of cs) c.close();
-          const k = `${workers}:${persist}:${root ?? ''}`;
-          rates.set(k, [...(rates.get(k) ?? []), r]);
-        } finally {
-          await d.stop();
-        }
+        const k = `${workers}:${persist}:${root ?? ''}`;
+        const d = await daemons.get(k, () => startAgentd(workers, { assistant: { model: 'echo' } }, persist ? {} : { persist: false }, { root }));
+        const cs = await Promise.all(Array.from({ length: 32 }, (_, i) => frameClient(d.unix, turnBody(`sc${round}-${i}`))));
+        const r = await throughput(cs, 8, ctx.sizes.rateMs, ctx.sizes.warmupMs);
+        for (const c of cs) c.close();
+        rates.set(k, [...(rates.get(k) ?? []), r]);
       }
     }
     Report.progress(`scaling: echo turns, stored${ctx.baseline === undefined ? '' : ' (this checkout and the baseline)'} and persistence off, workers ${ECHO_WORKERS.join(', ')}: round ${round + 1}/${ctx.report.rounds}`);
@@ -60,22 +78,18 @@ async function echoScaling(ctx: BenchContext): Promise<void> {
   }
 }
 
-export async function run(ctx: BenchContext): Promise<void> {
-  await echoScaling(ctx);
+/** CPU-bound turns/s at each worker count up to the core count, against N times one worker's. */
+async function cpuScaling(ctx: BenchContext, daemons: Daemons): Promise<void> {
   const cores = availableParallelism();
   const counts = [...new Set([1, 2, 4, 8, 16, cores].filter((n) => n <= cores))].sort((a, b) => a - b);
   const rates = new Map<number, number[]>();
   for (let round = 0; round < ctx.report.rounds; round++) {
     for (const workers of round % 2 === 0 ? counts : [...counts].reverse()) {
-      const d = await startAgentd(workers, { cpu: { model: 'echo', echo: { cpu_us: CPU_US } } }, { persist: false });
-      try {
-        const cs = await Promise.all(Array.from({ length: 4 * workers }, (_, i) => frameClient(d.unix, () => ({ stream: { agent: 'cpu', content: 'work', sender: `s${i}` } }))));
-        const r = await throughput(cs, 2, ctx.sizes.rateMs, ctx.sizes.warmupMs);
-        for (const c of cs) c.close();
-        rates.set(workers, [...(rates.get(workers) ?? []), r]);
-      } finally {
-        await d.stop();
-      }
+      const d = await daemons.get(`cpu:${workers}`, () => startAgentd(workers, { cpu: { model: 'echo', echo: { cpu_us: CPU_US } } }, { persist: false }));
+      const cs = await Promise.all(Array.from({ length: 4 * workers }, (_, i) => frameClient(d.unix, () => ({ stream: { agent: 'cpu', content: 'work', sender: `s${i}` } }))));
+      const r = await throughput(cs, 2, ctx.sizes.rateMs, ctx.sizes.warmupMs);
+      for (const c of cs) c.close();
+      rates.set(workers, [...(rates.get(workers) ?? []), r]);
     }
     Report.progress(`scaling: workers ${counts.join(', ')}: round ${round + 1}/${ctx.report.rounds}`);
   }
@@ -83,5 +97,16 @@ export async function run(ctx: BenchContext): Promise<void> {
   for (const n of counts) {
     const r = median(rates.get(n)!);
     ctx.report.add({ suite: 'scaling', name: `cpu-bound echo turns, ${n} worker${n > 1 ? 's' : ''}`, unit: 'turns/s', value: r, anchor: n === 1 ? '' : `${n} x 1 worker`, anchor_value: n === 1 ? null : n * one, spread: spread(rates.get(n)!) });
+  }
+}
+
+export async function run(ctx: BenchContext): Promise<void> {
+  const daemons = new Daemons();
+  try {
+    await echoScaling(ctx, daemons);
+    await daemons.stopAll(); // the CPU-bound rows count every core for themselves
+    await cpuScaling(ctx, daemons);
+  } finally {
+    await daemons.stopAll();
   }
 }

@@ -4,13 +4,14 @@
  * in one statement and turn by turn, text PostgreSQL cannot hold, words its
  * own parser would not split, long messages, and a server that is not there.
  */
-import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { createLogger } from '../../src/shared/log.ts';
 import type { Message } from '../../src/models/types.ts';
 import { createPgConversationStorage, createPgDaemonStorage } from '../../src/storage/postgres/store.ts';
 import { INDEXED_CHARS } from '../../src/storage/postgres/search-text.ts';
 import { snippetOf, WHOLE_TEXT_BYTES } from '../../src/storage/search-rules.ts';
 import { openPool } from '../../src/storage/postgres/pool.ts';
+import { ConversationLoads, LOAD_BATCH_PAIRS } from '../../src/storage/postgres/conversation-loads.ts';
 import { cancelSearch } from '../../src/storage/search-budget.ts';
 import type { ConversationRef, ConversationStorage, DaemonStorage, TurnOutcome, TurnRecord } from '../../src/storage/contract.ts';
 import { SEARCH_LIMITS, StopReason } from '../../src/shared/protocol.ts';
@@ -288,6 +289,51 @@ describe.skipIf(skip !== null)('the PostgreSQL store', () => {
     expect(hit!.window[0]!.snippet).toContain('Needle here');
     // Neither text came whole: the server sent well under half of what they hold.
     expect(proxy.fromServer() - sentBefore).toBeLessThan((Buffer.byteLength(first) + Buffer.byteLength(second)) / 2);
+  });
+
+  it('loads the pairs asked together in one query per batch, each pair exactly as a load of its own', async () => {
+    await fresh();
+    // 100 stored pairs (each a turn of two messages, one compacted since) among 60 that are not stored.
+    const convs = Array.from({ length: 100 }, (_, i) => ref(`s${i}`));
+    const turns = convs.map((conv, i): TurnRecord => ({ conv, messages: [user(`hello ${i}`), assistant(`hi ${i}`)] }));
+    expect(await shard.writeTurns(turns)).toEqual(turns.map(() => null));
+    await shard.setSummary(convs[7]!.dbId!, 'earlier talk', 1);
+    const asked = [...convs.map((c) => c.sender), ...Array.from({ length: 60 }, (_, i) => `missing${i}`)].sort();
+    const alone = [];
+    for (const sender of asked) alone.push(await shard.load('a', sender));
+    const pool = openPool(db.url, log);
+    onTestFinished(() => pool.end());
+    const queries = vi.spyOn(pool, 'query');
+    const loads = new ConversationLoads(pool);
+    const together = await Promise.all(asked.map((sender) => loads.load('a', sender)));
+    expect(queries).toHaveBeenCalledTimes(Math.ceil(asked.length / LOAD_BATCH_PAIRS));
+    expect(together).toEqual(alone);
+    expect(together.filter((c) => c === null)).toHaveLength(60);
+    expect(together[asked.indexOf('s7')]).toMatchObject({ summary: 'earlier talk', summaryUpto: 1, messageCount: 2, recent: [assistant('hi 7')] });
+    expect(together[asked.indexOf('s8')]).toMatchObject({ summary: null, messageCount: 2, recent: [user('hello 8'), assistant('hi 8')] });
+  });
+
+  it('fails every load of a batch the server refused, and the next batch loads', async () => {
+    await fresh();
+    expect(await shard.writeTurns([{ conv: ref('kept'), messages: [user('hello')] }])).toEqual([null]);
+    // The loads' connections give up on a lock after 50 ms; a transaction here holds the table until it commits.
+    const pool = openPool(`${db.url}?options=${encodeURIComponent('-c lock_timeout=50')}`, log);
+    const holder = openPool(db.url, log);
+    onTestFinished(async () => {
+      await Promise.all([pool.end(), holder.end()]);
+    });
+    const loads = new ConversationLoads(pool);
+    const locked = await holder.connect();
+    await locked.query('BEGIN');
+    await locked.query('LOCK TABLE conversations IN ACCESS EXCLUSIVE MODE');
+    const failed = await Promise.allSettled([loads.load('a', 'kept'), loads.load('a', 'other')]);
+    await locked.query('COMMIT');
+    locked.release();
+    expect(failed).toEqual([
+      { status: 'rejected', reason: expect.objectContaining({ message: expect.stringMatching(/lock timeout/) }) },
+      { status: 'rejected', reason: expect.objectContaining({ message: expect.stringMatching(/lock timeout/) }) },
+    ]);
+    expect(await Promise.all([loads.load('a', 'kept'), loads.load('a', 'other')])).toEqual([expect.objectContaining({ messageCount: 1 }), null]);
   });
 
   it('commits synchronously whatever the URL asks', async () => {

@@ -12,25 +12,22 @@ import { checkFence } from './fences.ts';
 import { inTransaction, SHARD_COMMITS_IN_FLIGHT, type PoolClient } from './pool.ts';
 import { indexedWords } from './search-text.ts';
 import { appendTurn, writeTurnGroup } from './turns.ts';
-import { stalledRecord, toMessage, toOutcome, toStoredConversation, type ConversationRow, type MessageRow, type OutcomeRow } from '../stored-rows.ts';
+import { ConversationLoads, MESSAGE_COLUMNS } from './conversation-loads.ts';
+import { stalledRecord, toMessage, toOutcome, type ConversationRow, type MessageRow, type OutcomeRow } from '../stored-rows.ts';
 import type { ConversationStorage, StoredConversation, TurnOutcome, TurnRecord, WaitingRunRecord } from '../contract.ts';
 import { deleteWaitingRun, saveWaitingRun, waitingRuns } from './waiting-runs.ts';
-
-const MESSAGE_COLUMNS = 'role, content, agent, tool_calls, tool_call_id, name, is_error, stop_reason';
-
-/** load()'s query, prepared once per connection. */
-const LOAD = `SELECT c.id, c.title, c.created_at, c.summary, c.summary_upto, c.message_count, ${MESSAGE_COLUMNS.split(', ').map((col) => `m.${col}`).join(', ')}
-  FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id AND m.idx >= c.summary_upto
-  WHERE c.agent = $1 AND c.sender = $2 ORDER BY m.idx`;
 
 export class PgConversationStorage implements ConversationStorage {
   readonly #pool: pg.Pool;
   /** Cluster mode: the tokens this node holds, checked by every write (pg-fences.ts). Null on a single node. */
   readonly #fences: FenceSource | null;
 
+  readonly #loads: ConversationLoads;
+
   constructor(pool: pg.Pool, fences: FenceSource | null = null) {
     this.#pool = pool;
     this.#fences = fences;
+    this.#loads = new ConversationLoads(pool);
   }
 
   /**
@@ -66,12 +63,9 @@ export class PgConversationStorage implements ConversationStorage {
     return r.rows.map(toMessage);
   }
 
-  /** The row and its recent messages in one round trip: one row per message (the conversation's columns repeated), or one with no message. */
-  async load(agent: string, sender: string): Promise<StoredConversation | null> {
-    const r = await this.#pool.query<ConversationRow & { [K in keyof MessageRow]: MessageRow[K] | null }>({ name: 'agentd_load', text: LOAD, values: [agent, sender] });
-    const c = r.rows[0];
-    if (c === undefined) return null;
-    return toStoredConversation(c, c.role === null ? [] : r.rows.map((row) => toMessage(row as MessageRow)));
+  /** The row and its recent messages, in one query with the other loads asked before the next microtask (conversation-loads.ts). */
+  load(agent: string, sender: string): Promise<StoredConversation | null> {
+    return this.#loads.load(agent, sender);
   }
 
   async exists(agent: string, sender: string): Promise<boolean> {

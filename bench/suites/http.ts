@@ -58,6 +58,7 @@ export async function run(ctx: BenchContext): Promise<void> {
         },
       },
     ];
+    // A quarter of the latency suite's samples: p99 still rests on dozens of them, and an HTTP round trip costs several pings.
     const n = Math.max(500, ctx.sizes.latencyN / 4);
     await ctx.report.compare(
       'http',
@@ -83,7 +84,7 @@ export async function run(ctx: BenchContext): Promise<void> {
         { name: 'server CPU per ping', unit: 'us' },
       ],
       pings,
-      (side) => measure(ctx, side, side.name === 'node:http floor' ? floor.proc.pid! : pid, ctx.sizes.latencyN),
+      (side) => measure(ctx, side, side.name === 'node:http floor' ? floor.proc.pid! : pid, n),
     );
   } finally {
     await Promise.all([agentd.stop(), floor.stop()]);

@@ -37,9 +37,8 @@ export async function withinCap(suite: () => Promise<void>, capS: number, onOver
 /**
  * Rounds in a full run where 5 would cost too much: suites whose every round
  * starts fresh daemons, counts long windows or takes 10,000 samples a side
- * (latency). Their spreads stay within what
- * a median of 3 alternating rounds reads reliably; cheap suites keep 5.
- * `--quick` runs 3 rounds everywhere.
+ * (latency). Their spreads stay within what a median of 3 alternating rounds
+ * reads reliably; cheap suites keep 5. `--quick` runs 3 rounds everywhere.
  */
 const FULL_ROUNDS: Record<string, number> = {
   turncost: 3,

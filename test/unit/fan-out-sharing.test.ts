@@ -100,6 +100,30 @@ describe('a big agent event', () => {
     expect(otherId.pieces[0]).not.toBe(sameId[0]!.pieces[0]);
   });
 
+  it('keeps every connection\'s ids apart as ids interleave and observers come and go on one connection', () => {
+    const hub = new ObserverHub(() => {});
+    const a = sink(1);
+    const b = sink(2);
+    const c = sink(3);
+    hub.add(a, 7, null);
+    hub.add(b, 9, 'other');
+    hub.add(b, 8, null); // b now has two observers: the connection is written through the map
+    hub.add(c, 7, null);
+    const event = (agent: string, content: string): Uint8Array => encodeBody({ agent_event: { agent, content } });
+    const seen = (s: ReturnType<typeof sink>): unknown[] => s.frames.splice(0).map((f) => [f.id, f.body.agent_event?.content ?? Object.keys(f.body)[0]]);
+    hub.broadcast(['x', 'other'], [event('x', '1'), event('other', '2')]);
+    expect([seen(a), seen(b), seen(c)]).toEqual([[[7, '1'], [7, '2']], [[9, '2'], [8, '1'], [8, '2']], [[7, '1'], [7, '2']]]);
+    expect(hub.close(b, 8)).toBe(true); // b's one observer left is written alone now, under its own id and filter
+    expect(seen(b)).toEqual([[8, 'closed']]);
+    hub.broadcast(['x', 'other'], [event('x', '3'), event('other', '4')]);
+    expect([seen(a), seen(b), seen(c)]).toEqual([[[7, '3'], [7, '4']], [[9, '4']], [[7, '3'], [7, '4']]]);
+    hub.connClosed(a.id);
+    hub.add(a, 5, null); // the same connection id again, a new request id
+    hub.broadcast(['x'], [event('x', '5')]);
+    expect([seen(a), seen(b), seen(c)]).toEqual([[[5, '5']], [], [[7, '5']]]);
+    expect(hub.count).toBe(3);
+  });
+
   it('tells a connection past the backlog bound that it is a slow consumer, and drops its events', () => {
     const hub = new ObserverHub(() => {}, Infinity, null, { backlogBytes: 1000, stallMs: 5 });
     const slow = sink(1);

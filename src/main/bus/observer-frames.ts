@@ -23,6 +23,9 @@ export interface Template {
   count: number;
   /** The frames as written for a request id (framesOf), made on first use: sockets keep them, so they are never changed after. */
   byReq: Map<number, readonly Uint8Array[]>;
+  /** The request id framesOf was last asked for, and its frames: observers mostly share one id, so most asks skip the map. */
+  lastReq: number;
+  lastFrames: readonly Uint8Array[];
 }
 
 /** The batch's frames for observers of `only` (null: every agent), with request id 0 in each header. */
@@ -59,7 +62,7 @@ export function buildTemplate(agents: readonly string[], bodies: readonly Uint8A
     }
   }
   if (run.length > 0) endRun(null);
-  return { parts, count, byReq: new Map() };
+  return { parts, count, byReq: new Map(), lastReq: -1, lastFrames: [] };
 }
 
 /** Adds what the observer of request `req` is written to `out`: its own copies of the headers, the shared bodies as they are. */
@@ -79,9 +82,16 @@ export function framesFor(t: Template, req: number, out: Pieces): void {
  * share (a connection with one observer needs no bytes of its own).
  */
 export function framesOf(t: Template, req: number): readonly Uint8Array[] {
+  if (req === t.lastReq) return t.lastFrames;
   let out = t.byReq.get(req);
-  if (out !== undefined) return out;
-  out = t.parts.map((part) => {
+  if (out === undefined) out = renderFrames(t, req);
+  t.lastReq = req;
+  t.lastFrames = out;
+  return out;
+}
+
+function renderFrames(t: Template, req: number): readonly Uint8Array[] {
+  const out = t.parts.map((part) => {
     if ('shared' in part) return part.shared;
     const own = Buffer.allocUnsafe(part.own.length);
     own.set(part.own);

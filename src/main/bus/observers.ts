@@ -37,6 +37,14 @@ interface Observer {
   dropped: number;
 }
 
+/** One connection's observers. */
+interface ConnObservers {
+  sink: ObserverSink;
+  byReq: Map<number, Observer>;
+  /** The observer when it is the connection's only one (the common case, written without a look at the map). */
+  only: Observer | null;
+}
+
 /**
  * The default bound on a connection's unsent output past which its events
  * are dropped (`observer_backlog_bytes`): generous enough that an observer
@@ -51,7 +59,7 @@ export interface SlowConsumerBounds {
 }
 
 export class ObserverHub {
-  readonly #byConn = new Map<number, Map<number, Observer>>();
+  readonly #byConn = new Map<number, ConnObservers>();
   #count = 0;
   readonly #onCountChange: (watching: boolean) => void;
   readonly #maxPerConnection: number;
@@ -82,20 +90,22 @@ export class ObserverHub {
 
   /** Throws 429 when the connection already holds `max_observers` streams. */
   add(sink: ObserverSink, req: number, agent: string | null): void {
-    let mine = this.#byConn.get(sink.id);
+    let conn = this.#byConn.get(sink.id);
+    const mine = conn?.byReq;
     if (mine !== undefined && !mine.has(req) && mine.size >= this.#maxPerConnection) {
       throw tooMany('event streams on this connection', this.#maxPerConnection, 'max_observers');
     }
     if (mine === undefined || !mine.has(req)) this.#budget?.take(sink.id);
-    if (mine === undefined) this.#byConn.set(sink.id, (mine = new Map()));
-    if (!mine.has(req)) this.#count++;
-    mine.set(req, { sink, req, agent, dropped: 0 });
+    if (conn === undefined) this.#byConn.set(sink.id, (conn = { sink, byReq: new Map(), only: null }));
+    if (!conn.byReq.has(req)) this.#count++;
+    conn.byReq.set(req, { sink, req, agent, dropped: 0 });
+    conn.only = onlyOf(conn.byReq);
     if (this.#count === 1) this.#onCountChange(true);
   }
 
   /** Ends one observer with `closed {}` (LAST); false if the connection has no such open request. */
   close(sink: ObserverSink, req: number): boolean {
-    const obs = this.#byConn.get(sink.id)?.get(req);
+    const obs = this.#byConn.get(sink.id)?.byReq.get(req);
     if (obs === undefined) return false;
     this.#forget(sink.id, req);
     sink.write(frameOf(req, FLAG_LAST, closedBody()));
@@ -104,20 +114,21 @@ export class ObserverHub {
 
   /** The connection is gone: drop its observers without writing. */
   connClosed(connId: number): void {
-    const mine = this.#byConn.get(connId);
-    if (mine === undefined) return;
-    for (const req of [...mine.keys()]) this.#forget(connId, req);
+    const conn = this.#byConn.get(connId);
+    if (conn === undefined) return;
+    for (const req of [...conn.byReq.keys()]) this.#forget(connId, req);
   }
 
   /** Ends every observer (shutdown). */
   closeAll(): void {
-    for (const mine of [...this.#byConn.values()]) for (const obs of [...mine.values()]) this.close(obs.sink, obs.req);
+    for (const conn of [...this.#byConn.values()]) for (const obs of [...conn.byReq.values()]) this.close(obs.sink, obs.req);
   }
 
   #forget(connId: number, req: number): void {
-    const mine = this.#byConn.get(connId)!;
-    mine.delete(req);
-    if (mine.size === 0) this.#byConn.delete(connId);
+    const conn = this.#byConn.get(connId)!;
+    conn.byReq.delete(req);
+    conn.only = onlyOf(conn.byReq);
+    if (conn.byReq.size === 0) this.#byConn.delete(connId);
     this.#count--;
     this.#budget?.release(connId);
     if (this.#count === 0) this.#onCountChange(false);
@@ -135,24 +146,20 @@ export class ObserverHub {
    */
   broadcast(agents: readonly string[], bodies: readonly Uint8Array[]): void {
     if (this.#count === 0) return;
-    const templates = new Map<string | null, Template>();
-    const templateOf = (agent: string | null): Template => {
-      let t = templates.get(agent);
-      if (t === undefined) templates.set(agent, (t = buildTemplate(agents, bodies, agent)));
-      return t;
-    };
-    for (const mine of this.#byConn.values()) {
-      const first = mine.values().next().value!;
-      const sink = first.sink;
-      const over = sink.backlog() > this.#slow.backlogBytes;
-      if (!over && mine.size === 1 && first.dropped === 0) {
-        const t = templateOf(first.agent);
-        if (t.count > 0) writeAll(sink, framesOf(t, first.req));
+    const templates = new Templates(agents, bodies);
+    const bound = this.#slow.backlogBytes;
+    for (const conn of this.#byConn.values()) {
+      const sink = conn.sink;
+      const over = sink.backlog() > bound;
+      const only = conn.only;
+      if (!over && only !== null && only.dropped === 0) {
+        const t = templates.of(only.agent);
+        if (t.count > 0) writeAll(sink, framesOf(t, only.req));
         continue;
       }
       const pieces = new Pieces();
-      for (const obs of mine.values()) {
-        const t = templateOf(obs.agent);
+      for (const obs of conn.byReq.values()) {
+        const t = templates.of(obs.agent);
         if (t.count === 0) continue;
         if (over) {
           obs.dropped += t.count;
@@ -165,10 +172,34 @@ export class ObserverHub {
         }
         framesFor(t, obs.req, pieces);
       }
-      if (over) sink.slowConsumer?.(this.#slow.backlogBytes, this.#slow.stallMs);
+      if (over) sink.slowConsumer?.(bound, this.#slow.stallMs);
       else pieces.writeTo(sink);
     }
   }
+}
+
+/** A batch's templates, one per filter, each laid out on first use; observers of every agent (most) skip the map. */
+class Templates {
+  readonly #agents: readonly string[];
+  readonly #bodies: readonly Uint8Array[];
+  #all: Template | null = null;
+  readonly #byAgent = new Map<string, Template>();
+
+  constructor(agents: readonly string[], bodies: readonly Uint8Array[]) {
+    this.#agents = agents;
+    this.#bodies = bodies;
+  }
+
+  of(agent: string | null): Template {
+    if (agent === null) return (this.#all ??= buildTemplate(this.#agents, this.#bodies, null));
+    let t = this.#byAgent.get(agent);
+    if (t === undefined) this.#byAgent.set(agent, (t = buildTemplate(this.#agents, this.#bodies, agent)));
+    return t;
+  }
+}
+
+function onlyOf(byReq: Map<number, Observer>): Observer | null {
+  return byReq.size === 1 ? byReq.values().next().value! : null;
 }
 
 /** One write, or one corked run of writes when the frames are several buffers. */

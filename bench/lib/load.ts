@@ -4,7 +4,7 @@
  * a fixed window after a warm-up.
  */
 import { createHistogram } from 'node:perf_hooks';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { BenchClient } from './clients.ts';
 
 /** Linux reports process CPU in clock ticks of 1/100 s on every platform Node supports there. */
@@ -83,8 +83,36 @@ export async function throughputDetail(
   return { rate, completed, window: { count, fromUs: Number(t0 / 1000n), toUs: Number(t1 / 1000n), probe: p1 - p0 } };
 }
 
-/** CPU seconds a process has used so far, all threads (Linux /proc; 0 elsewhere). */
+/**
+ * CPU seconds a process's threads have used so far (Linux /proc; 0 elsewhere).
+ * Each live thread's schedstat counts nanoseconds, where /proc/PID/stat counts
+ * ticks (10 ms): a window of a few tens of milliseconds would read in steps of
+ * a third of itself. A thread that ends takes its count with it, so a window
+ * is read right only while the process keeps its threads (the daemons and
+ * anchors under bench do); without schedstat, the process's ticks.
+ */
 export function processCpuSeconds(pid: number): number {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
+  }
+  let ns = 0;
+  let read = 0;
+  for (const tid of tids) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'latin1').split(' ', 1)[0]);
+      read++;
+    } catch {
+      // the thread ended between the listing and the read, or the kernel keeps no schedstat
+    }
+  }
+  return read > 0 ? ns / 1e9 : processTickSeconds(pid);
+}
+
+/** CPU seconds from /proc/PID/stat, in ticks, threads that ended included. */
+function processTickSeconds(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

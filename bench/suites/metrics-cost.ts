@@ -15,7 +15,7 @@
  * besides. At the end the "on" daemon is scraped, to check it counted every
  * turn it ran.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import type { AddressInfo } from 'node:net';
@@ -57,26 +57,6 @@ interface Sample {
   rate: number;
 }
 
-/**
- * CPU seconds a process's threads have run so far: the scheduler's own
- * nanosecond count per thread (/proc/PID/task/TID/sched), where /proc/PID/stat
- * counts in 10 ms ticks, too coarse for windows this short. Falls back to
- * /proc/PID/stat where the kernel keeps no per-thread account.
- */
-function threadsCpuSeconds(pid: number): number {
-  try {
-    let ms = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const m = /se\.sum_exec_runtime\s*:\s*([\d.]+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/sched`, 'utf8'));
-      if (m === null) return processCpuSeconds(pid);
-      ms += Number(m[1]);
-    }
-    return ms / 1000;
-  } catch {
-    return processCpuSeconds(pid);
-  }
-}
-
 /** A daemon kept up for the whole run, with its clients connected. */
 interface Live {
   arm: Arm;
@@ -94,7 +74,7 @@ async function startArm(ctx: BenchContext, arm: Arm): Promise<Live> {
 
 /** One measured window on `live` after `warmupMs` of the same load (to fill its pipelines again). */
 async function measure(live: Live, ms: number, warmupMs: number): Promise<Sample> {
-  const r = await throughputDetail(live.clients, INFLIGHT, ms, warmupMs, () => threadsCpuSeconds(live.daemon.proc.pid!));
+  const r = await throughputDetail(live.clients, INFLIGHT, ms, warmupMs, () => processCpuSeconds(live.daemon.proc.pid!));
   live.measured += r.window.count;
   return { cpuUs: (r.window.probe * 1e6) / r.window.count, rate: r.rate };
 }

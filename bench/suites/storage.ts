@@ -153,7 +153,7 @@ async function searchLatency(ctx: BenchContext, pg: TestDatabase | null): Promis
       return Array.from({ length: 512 }, () => Array.from({ length: 1 + Math.floor(next() * 2) }, () => words[Math.floor(next() * words.length)]).join(' '));
     };
     // A daemon that has searched a while, as one in production has: the search thread's code compiled,
-    // the file's pages mapped. Other queries than the timed ones, so no timed query finds its own pages warm.
+    // its caches filled. Other queries than the timed ones, so no timed query finds its own pages warm.
     for (const d of [seeded, onPostgres]) {
       if (d === null) continue;
       const others = queriesOf(11);

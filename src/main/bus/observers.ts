@@ -91,13 +91,13 @@ export class ObserverHub {
   /** Throws 429 when the connection already holds `max_observers` streams. */
   add(sink: ObserverSink, req: number, agent: string | null): void {
     let conn = this.#byConn.get(sink.id);
-    const mine = conn?.byReq;
-    if (mine !== undefined && !mine.has(req) && mine.size >= this.#maxPerConnection) {
+    const isNew = conn?.byReq.has(req) !== true; // re-adding an open id replaces it and takes nothing more
+    if (isNew && conn !== undefined && conn.byReq.size >= this.#maxPerConnection) {
       throw tooMany('event streams on this connection', this.#maxPerConnection, 'max_observers');
     }
-    if (mine === undefined || !mine.has(req)) this.#budget?.take(sink.id);
+    if (isNew) this.#budget?.take(sink.id);
     if (conn === undefined) this.#byConn.set(sink.id, (conn = { sink, byReq: new Map(), only: null }));
-    if (!conn.byReq.has(req)) this.#count++;
+    if (isNew) this.#count++;
     conn.byReq.set(req, { sink, req, agent, dropped: 0 });
     conn.only = onlyOf(conn.byReq);
     if (this.#count === 1) this.#onCountChange(true);

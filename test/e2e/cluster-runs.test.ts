@@ -5,25 +5,31 @@
  * hash; a token bound to a sender is held to its own runs at that owner.
  * Without NATS or PostgreSQL: fails under CI, skipped elsewhere, saying why.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
 import { collect, testClient, testDaemon, type Daemon } from '../helpers/daemon.ts';
 import { keyOwnedBy, settled } from '../helpers/cluster.ts';
 import { needPostgres, testDatabase, type TestDatabase } from '../helpers/postgres.ts';
 import { NATS_URL, needNats, testClusterName } from '../helpers/nats.ts';
 import { text } from '../helpers/events.ts';
+import { startFakeOpenAI } from '../helpers/fake-openai.ts';
 
 const skip = (await needNats()) ?? (await needPostgres());
 
+// `held` answers its first step only when the test releases it: the run stays in its model call while the test steers and follows it.
+const api = await startFakeOpenAI(['held']);
+afterAll(() => api.close());
+const PROVIDERS = { fake: { type: 'openai', base_url: api.url, api_key_env: 'FAKE_API_KEY' } };
+
 const PARTITIONS = 16;
-const AGENTS = { slow: { model: 'echo', echo: { delay_ms: 20 } }, guarded: { model: 'echo', approve_tools: ['peers'] } };
+const AGENTS = { slow: { provider: 'fake', model: 'held' }, guarded: { model: 'echo', approve_tools: ['peers'] } };
 const NAMES = ['a', 'b', 'c'];
-const WORDS = Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ');
 
 function node(db: TestDatabase, name: string, nodeName: string): Promise<Daemon> {
   return testDaemon({
-    config: { agents: AGENTS, cluster: { name, partitions: PARTITIONS, lease_ms: 2_000 } },
+    config: { providers: PROVIDERS, agents: AGENTS, cluster: { name, partitions: PARTITIONS, lease_ms: 2_000 } },
     args: ['--store', db.url, '--cluster', NATS_URL, '--node', nodeName],
+    env: { FAKE_API_KEY: 'Q9-cluster-test-key' },
   });
 }
 
@@ -45,16 +51,18 @@ describe.skipIf(skip !== null)('runs in a cluster', () => {
     await settled([ca, cb, cc], NAMES, PARTITIONS);
     const sender = keyOwnedBy('b', NAMES, PARTITIONS, 'slow', 'runs');
 
-    // A detached stream through a (served at b), left after a few chunks, followed again through c.
+    // A detached stream through a (served at b), left after its first chunk, followed again through c.
     const first: StreamEvent[] = [];
-    const it = ca.stream('slow', WORDS, { sender, detach: true })[Symbol.asyncIterator]();
+    const it = ca.stream('slow', 'hello', { sender, detach: true })[Symbol.asyncIterator]();
     first.push(...(await until(it, 'chunk')));
     const runId = (first[0] as { run_id: string }).run_id;
     expect(await cc.steer('slow', 'and one more', sender)).toBe(runId);
     await it.return?.(undefined);
     expect(await cc.getRun(runId)).toMatchObject({ run_id: runId, status: 'running', detached: true });
-    const rest = await collect(cc.joinRun(runId, (first.at(-1) as { seq: number }).seq));
-    expect(text([...first, ...rest])).toBe(`${WORDS}and one more`);
+    const joined = cc.joinRun(runId, (first.at(-1) as { seq: number }).seq);
+    api.release();
+    const rest = await collect(joined);
+    expect(text([...first, ...rest])).toBe('held then releasedand one more');
     expect(await ca.getRun(runId)).toMatchObject({ status: 'done' });
 
     // A call waiting for approval at b, approved through c.

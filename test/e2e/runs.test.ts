@@ -4,15 +4,26 @@ import { AgentdClient, AgentdError, type StreamEvent } from '../../src/client/in
 import { proxy } from '../helpers/socket-proxy.ts';
 import { cleanup, collect, startDaemon, testClient, testDaemon, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { text, types } from '../helpers/events.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 
 let d: Daemon;
+// `held` answers its first step only when the test releases it: a run that stays running while the test looks at it.
+let api: FakeOpenAI;
 beforeAll(async () => {
+  api = await startFakeOpenAI(['held']);
   d = await startDaemon({
     workers: 2,
-    config: { agents: { assistant: { model: 'echo' }, slow: { model: 'echo', echo: { delay_ms: 5 } } } },
+    env: { FAKE_API_KEY: 'Q9-runs-test-key' },
+    config: {
+      providers: { fake: { type: 'openai', base_url: api.url, api_key_env: 'FAKE_API_KEY' } },
+      agents: { assistant: { model: 'echo' }, slow: { model: 'echo', echo: { delay_ms: 5 } }, held: { provider: 'fake', model: 'held' } },
+    },
   });
 });
-afterAll(() => cleanup(d));
+afterAll(async () => {
+  await cleanup(d);
+  await api.close();
+});
 
 const client = (): Promise<AgentdClient> => testClient(d);
 const WORDS = Array.from({ length: 120 }, (_, i) => `w${i}`).join(' ');
@@ -151,10 +162,12 @@ describe('list_runs', () => {
 
   it('shows a running run as running, then done', async () => {
     const c = await client();
-    const it = c.stream('slow', WORDS, { sender: 'status', detach: true })[Symbol.asyncIterator]();
+    const it = c.stream('held', 'hold on', { sender: 'status', detach: true })[Symbol.asyncIterator]();
     const runId = ((await it.next()).value as { run_id: string }).run_id;
+    while ((await it.next()).value?.type !== 'chunk'); // the model call is under way: release() reaches it
     expect(await getRun(c, runId)).toMatchObject({ status: 'running' });
     expect((await c.listRuns({ sender: 'status', status: 'running' })).map((r) => r.run_id)).toEqual([runId]);
+    api.release();
     while (!(await it.next()).done);
     expect(await getRun(c, runId)).toMatchObject({ status: 'done' });
   });

@@ -5,23 +5,33 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentdClient, StreamEvent } from '../../src/client/index.ts';
 import { cleanup, collect, makeHome, startDaemon, testClient, waitFor, type Daemon } from '../helpers/daemon.ts';
 import { text, types, watchEvents, until } from '../helpers/events.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 
 const GATE = resolve(import.meta.dirname, '../fixtures/gate-harness.mjs');
 
 let d: Daemon;
+// `held` answers its first step only when the test releases it: a barrier that keeps the turn in its model call while the test steers.
+let api: FakeOpenAI;
 beforeAll(async () => {
+  api = await startFakeOpenAI(['held']);
   const home = makeHome({
+    providers: { fake: { type: 'openai', base_url: api.url, api_key_env: 'FAKE_API_KEY' } },
     agents: {
       gated: { model: 'echo', harnesses: [{ module: 'gate', capabilities: [] }] },
       slow: { model: 'echo', echo: { delay_ms: 20 } },
-      once: { model: 'echo', max_iterations: 1, echo: { delay_ms: 20 } },
+      answering: { provider: 'fake', model: 'held' },
+      once: { provider: 'fake', model: 'held', max_iterations: 1 },
     },
   });
   mkdirSync(join(home, 'harness'), { mode: 0o700 });
   copyFileSync(GATE, join(home, 'harness', 'gate.mjs'));
-  d = await startDaemon({ home });
+  // A key no answer here begins with: the redactor holds back text that could start a secret, splitting chunks.
+  d = await startDaemon({ home, env: { FAKE_API_KEY: 'Q9-steer-test-key' } });
 });
-afterAll(() => cleanup(d));
+afterAll(async () => {
+  await cleanup(d);
+  await api.close();
+});
 
 const client = (): Promise<AgentdClient> => testClient(d);
 
@@ -67,12 +77,13 @@ describe('steer', () => {
 
   it('while the model answers: the turn takes one more step to answer it', async () => {
     const c = await client();
-    const it = c.stream('slow', 'one two three', { sender: 'steer-text' })[Symbol.asyncIterator]();
+    const it = c.stream('answering', 'one two three', { sender: 'steer-text' })[Symbol.asyncIterator]();
     await until(it, 'chunk');
-    await (await client()).steer('slow', 'and four', 'steer-text');
+    await (await client()).steer('answering', 'and four', 'steer-text');
+    api.release();
     const evs = await rest(it);
     expect(types(evs).filter((t) => t !== 'chunk')).toEqual(['text_end', 'context_usage', 'steered', 'text_start', 'text_end', 'context_usage', 'end']);
-    expect(await history(c, 'slow', 'steer-text')).toEqual(['user: one two three', 'assistant: one two three', 'user: and four', 'assistant: and four']);
+    expect(await history(c, 'answering', 'steer-text')).toEqual(['user: one two three', 'assistant: held then released', 'user: and four', 'assistant: and four']);
   });
 
   it('after the last allowed step: stored after the answer, never dropped', async () => {
@@ -80,9 +91,10 @@ describe('steer', () => {
     const it = c.stream('once', 'only step', { sender: 'steer-last' })[Symbol.asyncIterator]();
     await until(it, 'chunk');
     await (await client()).steer('once', 'too late to answer', 'steer-last');
+    api.release();
     const evs = await rest(it);
     expect(types(evs).slice(-2)).toEqual(['steered', 'end']);
-    expect(await history(c, 'once', 'steer-last')).toEqual(['user: only step', 'assistant: only step', 'user: too late to answer']);
+    expect(await history(c, 'once', 'steer-last')).toEqual(['user: only step', 'assistant: held then released', 'user: too late to answer']);
   });
 
   it('409 when nothing runs; 404 for an unknown agent; 400 without content', async () => {

@@ -9,6 +9,8 @@
  *   flaky       429 on the first attempt, then `text`
  *   down        500 on every attempt
  *   hold        one delta, then holds the response open until the client aborts
+ *   held        first step: one delta, then holds until `release()`, then one more; later steps: the last
+ *               user message back as text (a barrier for a test that acts while the model answers)
  *   parallel    first call: tools `slow` then `fast` in one step; after results: text
  *   unauthorized  401 whose body quotes the request's Authorization header and key
  *   leak        streams the request's key and its `x-org-secret` header back, 3 chars a delta,
@@ -32,6 +34,8 @@ export interface FakeOpenAI {
   aborted: number;
   /** Requests whose response has neither ended nor been closed by the client (whatever the model). */
   open: number;
+  /** Lets every `held` response waiting now go on; one that arrives later waits for the next call (wait for its first chunk). */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -61,7 +65,13 @@ export async function startFakeOpenAI(
   models = ['text', 'reasoning', 'tools', 'error-mid', 'flaky', 'down', 'hold'],
   opts: { modelsUnauthorized?: boolean } = {},
 ): Promise<FakeOpenAI> {
-  const state: FakeOpenAI = { url: '', requests: [], aborted: 0, open: 0, close: async () => {} };
+  let open = (): void => {};
+  let held = new Promise<void>((r) => (open = r));
+  const release = (): void => {
+    open();
+    held = new Promise<void>((r) => (open = r));
+  };
+  const state: FakeOpenAI = { url: '', requests: [], aborted: 0, open: 0, release, close: async () => {} };
   const attempts = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     state.open++;
@@ -134,6 +144,22 @@ export async function startFakeOpenAI(
           for (const t of pieces(`org ${String(req.headers['x-org-secret'])} ok`)) sse(res, delta({ reasoning_content: t }));
           for (const t of pieces(`your key is ${key}, twice: ${key}.`)) sse(res, delta({ content: t }));
           break;
+        }
+        case 'held': {
+          const messages = body.messages as { role: string; content: string }[];
+          if (messages.some((m) => m.role === 'assistant')) {
+            sse(res, delta({ content: messages.filter((m) => m.role === 'user').at(-1)?.content ?? '' }));
+            sse(res, usage(6, 2));
+            break;
+          }
+          sse(res, delta({ content: 'held' }));
+          void held.then(() => {
+            sse(res, delta({ content: ' then released' }));
+            sse(res, usage(4, 3));
+            sse(res, '[DONE]');
+            res.end();
+          });
+          return;
         }
         case 'hold':
           sse(res, delta({ content: 'waiting' }));

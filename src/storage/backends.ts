@@ -48,7 +48,7 @@ export async function openConversationStorage(
 }
 
 /** A storage-pool thread's daemon-wide store. Opens nothing before `prepare` has checked the schema. */
-export async function openDaemonStorage(store: StoreLocation, lock: WriteLock, log: Logger): Promise<DaemonStorage> {
-  if (store.kind === 'sqlite') return new SqliteDaemonStorage(store.path, lock);
+export async function openDaemonStorage(store: StoreLocation, lock: WriteLock, log: Logger, pageCacheKib?: number): Promise<DaemonStorage> {
+  if (store.kind === 'sqlite') return new SqliteDaemonStorage(store.path, lock, pageCacheKib);
   return (await loadPgStore()).createPgDaemonStorage(store.url, log);
 }

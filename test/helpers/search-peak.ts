@@ -7,7 +7,7 @@
  * search's hits. Alone in a fresh process so that nothing else moves it.
  */
 import { rmSync } from 'node:fs';
-import { openDatabase } from '../../src/storage/sqlite/db.ts';
+import { openDatabase, SEARCH_CACHE_KIB } from '../../src/storage/sqlite/db.ts';
 import { freshStore } from './sqlite-store.ts';
 import { bigWords } from './big-bodies.ts';
 import { peakResident, resetPeak } from './resident-memory.ts';
@@ -33,8 +33,8 @@ try {
   if (result instanceof Error) throw result;
   writer.close();
 
-  // A storage thread's connection of its own, as in the daemon.
-  const db = openDatabase(path);
+  // A search thread's connection of its own, as in the daemon (its page cache the search lane's, the larger).
+  const db = openDatabase(path, { cacheKib: SEARCH_CACHE_KIB });
   const index = new SearchIndex(db);
   const search = new SessionSearch(db, index);
   const indexed = growthDuring(() => index.catchUpAll(500));

@@ -4,8 +4,10 @@
  * whose user and assistant messages are 16 MiB each, as an echo stream of a
  * 16 MiB request stores. Measured in a fresh process
  * (test/helpers/search-peak.ts) with a storage thread's young generation
- * (storage-pool.ts: a 2 MiB semi-space): indexing both 0.49-0.50x one
- * message, a search that ranks and shows both 2.7-3.6x (when V8 collects the
+ * (storage-pool.ts: a 2 MiB semi-space) and a search thread's page cache
+ * (db.ts, SEARCH_CACHE_KIB): indexing both 0.89x one message (0.49-0.50x
+ * with the other connections' 2 MiB cache: what a bigger cache keeps of the
+ * pages it read), a search that ranks and shows both 2.7-3.6x (when V8 collects the
  * slices it read moves it; bench/results/test-memory-bounds.md). Bounds: the
  * search's, the largest figure times 1.25, room for collection running later
  * on a busier machine; indexing's, 1.5x, because copying the text once more

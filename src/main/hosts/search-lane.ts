@@ -14,6 +14,7 @@ import type { SearchOptions, StorageInit } from '../../threads/storage/messages.
 import { cancelSearch, type SearchStopReason } from '../../storage/search-budget.ts';
 import { closeStorageThreads, storageThreadPool } from './storage-threads.ts';
 import { mainMeter } from '../metrics/main-meter.ts';
+import { SEARCH_CACHE_KIB } from '../../storage/sqlite/db.ts';
 
 /** Who asked for a search, so that its disconnect cancels it; null for in-process callers, which never disconnect. */
 export type SearchOwner = number | null;
@@ -30,7 +31,8 @@ export class SearchLane {
   constructor(threads: number, init: StorageInit, timeoutMs: number, onError: (err: unknown) => void) {
     this.#threads = threads;
     this.#timeoutMs = timeoutMs;
-    this.#pool = storageThreadPool(threads, init, onError);
+    // A search's reads are mostly pages every search shares: a bigger page cache keeps them (db.ts).
+    this.#pool = storageThreadPool(threads, { ...init, pageCacheKib: SEARCH_CACHE_KIB }, onError);
   }
 
   /** The search's reply; 504 past its budget, 499 when cancelled. */

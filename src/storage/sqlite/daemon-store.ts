@@ -31,8 +31,8 @@ class Connection {
   readonly deleteSubscriptions;
   readonly deleteAgent;
 
-  constructor(path: string, lock: WriteLock) {
-    const db = openDatabase(path);
+  constructor(path: string, lock: WriteLock, cacheKib: number | undefined) {
+    const db = openDatabase(path, { cacheKib });
     const sql = storageStatements(db);
     this.db = db;
     this.sql = sql;
@@ -71,16 +71,19 @@ function readStartupState(db: Db, seedAgents: Record<string, AgentConfig>): Stor
 export class SqliteDaemonStorage implements DaemonStorage {
   readonly #path: string;
   readonly #lock: WriteLock;
+  readonly #cacheKib: number | undefined;
   #connection: Connection | null = null;
 
-  constructor(path: string, lock: WriteLock) {
+  /** `cacheKib`: the connection's page cache (openDatabase's default when absent). */
+  constructor(path: string, lock: WriteLock, cacheKib?: number) {
     this.#path = path;
     this.#lock = lock;
+    this.#cacheKib = cacheKib;
   }
 
   /** Opened on first use, never before `prepare`: opening switches the file to WAL, a write a newer schema must not see. */
   get #c(): Connection {
-    return (this.#connection ??= new Connection(this.#path, this.#lock));
+    return (this.#connection ??= new Connection(this.#path, this.#lock, this.#cacheKib));
   }
 
   prepare(seedAgents: Record<string, AgentConfig>): Promise<StoredStartupState> {

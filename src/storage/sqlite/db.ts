@@ -253,7 +253,7 @@ export class SchemaError extends AgentdError {
 }
 
 /**
- * Each connection's page cache, in SQLite's units (negative: KiB). better-sqlite3
+ * Each connection's page cache, in KiB. better-sqlite3
  * builds SQLite with 16 MB; every thread has a connection, and a big message's
  * pages pass through the cache of the shard that writes it and of the storage
  * thread that indexes it, so that default held up to one more copy of a 16 MiB
@@ -261,12 +261,29 @@ export class SchemaError extends AgentdError {
  * with it, 2x with this). 2 MiB is SQLite's own default; the file's pages stay in
  * the OS page cache for reads.
  */
-const CACHE_SIZE = -2000;
+const CACHE_KIB = 2000;
 
-export function openDatabase(path: string, options: { readonly?: boolean } = {}): Db {
+/**
+ * The page cache of a search thread's connection (search-lane.ts), in KiB.
+ * A search reads the index's doclists and then a few hundred candidate rows,
+ * mostly among the newest messages, which every search shares: at the
+ * default 2 MiB most of those reads copy a page in from the OS again. A big
+ * message a search thread reads (to index or score it) leaves at most this
+ * much behind, as with any connection's cache (the storage suite's search
+ * rows in bench/results measure what it buys).
+ */
+export const SEARCH_CACHE_KIB = 8192;
+
+export interface OpenOptions {
+  readonly?: boolean;
+  /** The connection's page cache (default CACHE_KIB). */
+  cacheKib?: number;
+}
+
+export function openDatabase(path: string, options: OpenOptions = {}): Db {
   const db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-  db.pragma(`cache_size = ${CACHE_SIZE}`);
+  db.pragma(`cache_size = ${-(options.cacheKib ?? CACHE_KIB)}`); // negative: KiB
   if (!options.readonly) {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');

@@ -27,6 +27,8 @@ export interface StorageInit {
   /** The shards' write lock, which the storage threads' SQLite writes take too. */
   writeLock: SharedArrayBuffer;
   logLevel: string;
+  /** A SQLite connection's page cache in KiB; absent: the default (storage/sqlite/db.ts). */
+  pageCacheKib?: number;
 }
 
 /** Database work main hands to the storage pool; each op is one DaemonStorage call. */

@@ -18,7 +18,7 @@ let storage: Promise<DaemonStorage> | null = null;
 
 function opened(): Promise<DaemonStorage> {
   // A failed open is not kept: the next task tries again.
-  storage ??= openDaemonStorage(init.store, new WriteLock(init.writeLock, STORAGE_POOL_TOKEN), log).catch((err: unknown) => {
+  storage ??= openDaemonStorage(init.store, new WriteLock(init.writeLock, STORAGE_POOL_TOKEN), log, init.pageCacheKib).catch((err: unknown) => {
     storage = null;
     throw err;
   });

@@ -65,11 +65,12 @@ export async function startFakeOpenAI(
   models = ['text', 'reasoning', 'tools', 'error-mid', 'flaky', 'down', 'hold'],
   opts: { modelsUnauthorized?: boolean } = {},
 ): Promise<FakeOpenAI> {
-  let open = (): void => {};
-  let held = new Promise<void>((r) => (open = r));
+  // What `held` responses wait on; release() settles it and lays the next one.
+  let letGo = (): void => {};
+  let held = new Promise<void>((r) => (letGo = r));
   const release = (): void => {
-    open();
-    held = new Promise<void>((r) => (open = r));
+    letGo();
+    held = new Promise<void>((r) => (letGo = r));
   };
   const state: FakeOpenAI = { url: '', requests: [], aborted: 0, open: 0, release, close: async () => {} };
   const attempts = new Map<string, number>();

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL store's schema and how it moves forward: the same tables,
- * columns and meaning as the SQLite schema (storage/sqlite/db.ts), with search held
+ * columns and meaning as the SQLite schema (storage/sqlite/migrations.ts), with search held
  * in tsvector columns (GIN-indexed) instead of FTS5 tables. Each step runs in
  * its own transaction under an advisory lock, so several daemons starting at
  * once apply each step exactly once; a store from a newer agentd is refused

@@ -195,21 +195,24 @@ export interface RankedConversation {
 
 /**
  * One hit per conversation: its best message among the candidates (given
- * best first), plus its title-or-summary score; best first, ties to the
- * older conversation, at most `limit`.
+ * best first), plus its title-or-summary score (`lifts` name each
+ * conversation at most once); best first, ties to the older conversation,
+ * at most `limit`. One entry per conversation, built in place: a search
+ * ranks up to SEARCH_CANDIDATES of them on every call.
  */
 export function rankConversations(
   candidates: readonly { conversation_id: number; idx: number; score: number }[],
   lifts: readonly { id: number; score: number }[],
   limit: number,
 ): RankedConversation[] {
-  const best = new Map<number, { idx: number; score: number }>();
-  for (const r of candidates) if (!best.has(r.conversation_id)) best.set(r.conversation_id, { idx: r.idx, score: r.score });
-  const lifted = new Map(lifts.map((r) => [r.id, r.score]));
-  return [...new Set([...best.keys(), ...lifted.keys()])]
-    .map((id) => ({ id, idx: best.get(id)?.idx ?? 0, score: (best.get(id)?.score ?? 0) + (lifted.get(id) ?? 0) }))
-    .sort((a, b) => b.score - a.score || a.id - b.id)
-    .slice(0, limit);
+  const byId = new Map<number, RankedConversation>();
+  for (const r of candidates) if (!byId.has(r.conversation_id)) byId.set(r.conversation_id, { id: r.conversation_id, idx: r.idx, score: r.score });
+  for (const lift of lifts) {
+    const hit = byId.get(lift.id);
+    if (hit === undefined) byId.set(lift.id, { id: lift.id, idx: 0, score: lift.score });
+    else hit.score += lift.score;
+  }
+  return [...byId.values()].sort((a, b) => b.score - a.score || a.id - b.id).slice(0, limit);
 }
 
 export interface WindowRow {

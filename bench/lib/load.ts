@@ -30,6 +30,17 @@ export async function latency(client: BenchClient, n: number, warmup: number): P
   return { p50: h.percentile(50) / 1000, p99: h.percentile(99) / 1000, p999: h.percentile(99.9) / 1000, unit: 'us' };
 }
 
+/** `n` unmeasured round trips one at a time, or fewer if `maxMs` runs out first; returns how many were made. */
+export async function warmFor(client: BenchClient, n: number, maxMs: number): Promise<number> {
+  const until = Date.now() + maxMs;
+  let made = 0;
+  while (made < n && Date.now() < until) {
+    await client.call();
+    made++;
+  }
+  return made;
+}
+
 /** `inflight` requests in flight on each client for `ms` after `warmupMs`; returns requests per second. */
 export async function throughput(clients: BenchClient[], inflight: number, ms: number, warmupMs: number): Promise<number> {
   return (await throughputDetail(clients, inflight, ms, warmupMs)).rate;

@@ -14,7 +14,7 @@ import { startAgentd, type Proc } from '../lib/processes.ts';
 import { Report } from '../lib/report.ts';
 
 /** Broadcast rounds timed, at least (each a few tens of ms at 1,000 observers: the per-round CPU varies, the median steadies it). */
-const BROADCAST_ROUNDS = 11;
+const BROADCAST_ROUNDS = 21;
 /** Untimed broadcast rounds first, on both servers. */
 const WARM_ROUNDS = 40;
 /** Fired turns spread over this many target agents, so they run in parallel across shards. */

@@ -20,7 +20,7 @@ export interface LatencyResult {
 
 /** One request in flight: `n` sequential round trips after `warmup` unmeasured ones. */
 export async function latency(client: BenchClient, n: number, warmup: number): Promise<LatencyResult> {
-  for (let i = 0; i < warmup; i++) await client.call();
+  await warmFor(client, warmup, Infinity);
   const h = createHistogram();
   for (let i = 0; i < n; i++) {
     const t0 = process.hrtime.bigint();
@@ -30,15 +30,10 @@ export async function latency(client: BenchClient, n: number, warmup: number): P
   return { p50: h.percentile(50) / 1000, p99: h.percentile(99) / 1000, p999: h.percentile(99.9) / 1000, unit: 'us' };
 }
 
-/** `n` unmeasured round trips one at a time, or fewer if `maxMs` runs out first; returns how many were made. */
-export async function warmFor(client: BenchClient, n: number, maxMs: number): Promise<number> {
+/** `n` unmeasured round trips one at a time, or fewer if `maxMs` runs out first. */
+export async function warmFor(client: BenchClient, n: number, maxMs: number): Promise<void> {
   const until = Date.now() + maxMs;
-  let made = 0;
-  while (made < n && Date.now() < until) {
-    await client.call();
-    made++;
-  }
-  return made;
+  for (let made = 0; made < n && Date.now() < until; made++) await client.call();
 }
 
 /** `inflight` requests in flight on each client for `ms` after `warmupMs`; returns requests per second. */

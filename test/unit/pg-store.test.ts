@@ -214,6 +214,17 @@ describe.skipIf(skip !== null)('the PostgreSQL store', () => {
     expect(outcomes.map((o) => o.turn_id)).toEqual(['t3']);
   });
 
+  it('a turn updates its conversation row in place (HOT): its indexes get no new entry', async () => {
+    await fresh();
+    const conv = ref('hot');
+    expect(await shard.writeTurns([{ conv, messages: [user('one'), assistant('two')] }])).toEqual([null]);
+    for (const stored of [2, 4, 6]) expect(await shard.writeTurns([{ conv: { ...conv, stored }, messages: [user('again'), assistant('and again')] }])).toEqual([null]);
+    // A server process reports its counts as it ends, before its connection closes: closed, they are all in.
+    await shard.close();
+    const [counts] = await db.query<{ updated: number; hot: number }>("SELECT n_tup_upd::int AS updated, n_tup_hot_upd::int AS hot FROM pg_stat_user_tables WHERE relname = 'conversations'");
+    expect(counts).toEqual({ updated: 3, hot: 3 });
+  });
+
   it('refuses a turn holding U+0000 with a clear error, and stores the rest of the batch', async () => {
     await fresh();
     const bad = ref('nul');

@@ -193,6 +193,15 @@ const MIGRATIONS: readonly string[] = [
     state      TEXT NOT NULL
   );
   `,
+  // 9: every turn sets its conversation's updated_at and message_count. While an index named updated_at,
+  // each of those updates wrote a new entry in every index of conversations, the title GIN among them,
+  // and left the old ones to vacuum. Now no index names a column a turn changes, and pages keep room for
+  // a row's next version: PostgreSQL updates the row in place (HOT), touching no index. Conversations
+  // are listed by updated_at by sorting those listed, as SQLite does.
+  `
+  DROP INDEX conversations_updated;
+  ALTER TABLE conversations SET (fillfactor = 80);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,9 +1,9 @@
 /**
  * What only the PostgreSQL store has to get right, beyond the storage
  * contract (storage-contract.test.ts): the rows a group commit leaves, both
- * in one statement and turn by turn, text PostgreSQL cannot hold, words its
- * own parser would not split, long messages, loads asked together, and a
- * server that is not there.
+ * in one statement and turn by turn, a conversation row updated in place,
+ * text PostgreSQL cannot hold, words its own parser would not split, long
+ * messages, loads asked together, and a server that is not there.
  */
 import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { createLogger } from '../../src/shared/log.ts';
